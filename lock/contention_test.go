@@ -1,0 +1,148 @@
+package lock_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+const (
+	contenders      = 32
+	contentionSpell = 3 * time.Second
+)
+
+// tally counts what a contention test did.
+type tally struct {
+	attempts, taken, overlaps, errs atomic.Int64
+}
+
+func (ta *tally) report(t *testing.T, what string) {
+	t.Helper()
+	t.Logf("%s: %d attempts, %d acquired, %d overlaps, %d errors",
+		what, ta.attempts.Load(), ta.taken.Load(), ta.overlaps.Load(), ta.errs.Load())
+	if n := ta.overlaps.Load(); n != 0 {
+		t.Errorf("%s: %d overlapping holders, want 0", what, n)
+	}
+	if n := ta.errs.Load(); n != 0 {
+		t.Errorf("%s: %d errors, want 0", what, n)
+	}
+	if n := ta.taken.Load(); n < 50 {
+		t.Errorf("%s: only %d acquisitions: the test did not contend", what, n)
+	}
+}
+
+// contend runs fn in contenders goroutines, spread over dbs, for the spell.
+func contend(t *testing.T, dbs []lock.Db, fn func(ctx context.Context, db lock.Db, i int)) {
+	ctx, cancel := context.WithTimeout(t.Context(), contentionSpell)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range contenders {
+		db := dbs[i%len(dbs)]
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				fn(ctx, db, i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// hold stays in a critical section for a moment, so that overlaps would show.
+func hold() { time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond) }
+
+func lockContention(t *testing.T, dbs []lock.Db) {
+	l := lock.New[string]("contended", 10*time.Second)
+	var ta tally
+	var inside atomic.Int64
+	contend(t, dbs, func(ctx context.Context, db lock.Db, _ int) {
+		ta.attempts.Add(1)
+		tok, err := l.TryLock(ctx, db, "one")
+		if err != nil {
+			if ctx.Err() == nil {
+				ta.errs.Add(1)
+			}
+			return
+		}
+		if tok == nil {
+			return
+		}
+		ta.taken.Add(1)
+		if inside.Add(1) != 1 {
+			ta.overlaps.Add(1)
+		}
+		hold()
+		inside.Add(-1)
+		if ok, err := tok.Release(context.WithoutCancel(ctx)); !ok || err != nil {
+			ta.errs.Add(1)
+		}
+	})
+	ta.report(t, "Lock")
+}
+
+func rwContention(t *testing.T, dbs []lock.Db) {
+	l := lock.NewRW[string]("contended", 10*time.Second)
+	var reads, writes tally
+	var readers, writers atomic.Int64
+	contend(t, dbs, func(ctx context.Context, db lock.Db, i int) {
+		release := context.WithoutCancel(ctx)
+		if i%4 == 0 { // 8 readers, 24 writers: readers starve writers otherwise
+			reads.attempts.Add(1)
+			tok, err := l.TryRead(ctx, db, "one")
+			if err != nil || tok == nil {
+				if err != nil && ctx.Err() == nil {
+					reads.errs.Add(1)
+				}
+				return
+			}
+			reads.taken.Add(1)
+			readers.Add(1)
+			if writers.Load() != 0 {
+				reads.overlaps.Add(1)
+			}
+			hold()
+			readers.Add(-1)
+			if ok, err := tok.Release(release); !ok || err != nil {
+				reads.errs.Add(1)
+			}
+			time.Sleep(2 * time.Millisecond) // let writers find a gap
+			return
+		}
+		writes.attempts.Add(1)
+		tok, err := l.TryWrite(ctx, db, "one")
+		if err != nil || tok == nil {
+			if err != nil && ctx.Err() == nil {
+				writes.errs.Add(1)
+			}
+			return
+		}
+		writes.taken.Add(1)
+		if writers.Add(1) != 1 || readers.Load() != 0 {
+			writes.overlaps.Add(1)
+		}
+		hold()
+		writers.Add(-1)
+		if ok, err := tok.Release(release); !ok || err != nil {
+			writes.errs.Add(1)
+		}
+	})
+	reads.report(t, "RWLock readers")
+	writes.report(t, "RWLock writers")
+}
+
+func TestContention(t *testing.T) {
+	srv := redistest.Start(t)
+	lockContention(t, []lock.Db{lock.NewDb(srv.Client(t)), lock.NewDb(srv.Client(t))})
+}
+
+func TestClusterContention(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	dbs := []lock.Db{lock.NewDb(cl.Client(t)), lock.NewDb(cl.Client(t))}
+	t.Run("Lock", func(t *testing.T) { lockContention(t, dbs) })
+	t.Run("RWLock", func(t *testing.T) { rwContention(t, dbs) })
+}

@@ -1,0 +1,155 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotPermitted is returned, wrapped, by an operation on a lock that its [Db]
+// may not take (see [Db.Only]). Nothing is sent to Redis.
+var ErrNotPermitted = errors.New("lock: not permitted by this Db")
+
+// ErrNoClient is returned by an operation on a [Db] or token that has no Redis
+// client: the zero Db, or one built from a nil client.
+var ErrNoClient = errors.New("lock: no redis client")
+
+// ErrZeroLock is returned by an operation on the zero value of [Lock] or
+// [RWLock], which has no namespace; build locks with [New] and friends.
+var ErrZeroLock = errors.New("lock: zero lock value (use New, NewFunc, NewRW or NewRWFunc)")
+
+// Client is what a [Db] needs from Redis: a way to send one command and read
+// its reply. Every go-redis client satisfies it: *redis.Client,
+// *redis.ClusterClient, the failover clients from redis.NewFailoverClient and
+// redis.NewFailoverClusterClient, *redis.Ring and redis.UniversalClient.
+type Client interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// Db is a handle on Redis that may take locks: every lock, or, after
+// [Db.Only], only some. It is a small value, safe to copy and to use from
+// many goroutines; it does not own the client and never closes it.
+//
+// The zero Db has no client: its operations return [ErrNoClient].
+type Db struct {
+	c     Client
+	only  bool     // whether allow restricts the locks this Db may take
+	allow []entity // sorted; shared between copies, never modified
+}
+
+// NewDb returns a Db that may take every lock, over c. A go-redis
+// UniversalClient, cluster or failover client fits; see [Client].
+func NewDb(c Client) Db {
+	return Db{c: clientOrNil(c)}
+}
+
+// clientOrNil turns an interface holding a nil pointer into a nil interface, so
+// that a nil *redis.Client passed by mistake yields ErrNoClient, not a panic.
+func clientOrNil(c Client) Client {
+	if c == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return c
+}
+
+// Entity is a lock family as a capability names it: a [Lock] or an [RWLock].
+// Only values built by this package implement it.
+type Entity interface {
+	entity() entity
+	String() string
+}
+
+type kind uint8
+
+const (
+	kindLock kind = iota + 1
+	kindRW
+)
+
+// entity identifies a lock family by the keys it writes: two Lock values with
+// one namespace are the same family, whatever their name types.
+type entity struct {
+	kind kind
+	ns   string
+}
+
+func compareEntity(a, b entity) int {
+	if a.kind != b.kind {
+		return int(a.kind) - int(b.kind)
+	}
+	switch {
+	case a.ns < b.ns:
+		return -1
+	case a.ns > b.ns:
+		return 1
+	}
+	return 0
+}
+
+// Only returns a Db over the same client that may take only the given locks,
+// and only those that d itself may take: narrowing never widens. Any other lock
+// is refused with an error wrapping [ErrNotPermitted] before a command is sent.
+// Locks are told apart by kind and namespace. Only with no arguments returns a
+// Db that may take no lock.
+func (d Db) Only(locks ...Entity) Db {
+	allow := make([]entity, 0, len(locks))
+	for _, l := range locks {
+		if l == nil {
+			continue
+		}
+		e := l.entity()
+		if d.permits(e) {
+			allow = append(allow, e)
+		}
+	}
+	slices.SortFunc(allow, compareEntity)
+	return Db{c: d.c, only: true, allow: slices.CompactFunc(allow, func(a, b entity) bool { return a == b })}
+}
+
+// ReadOnly returns a read-only handle over the same client. No lock operation
+// accepts a ReadOnlyDb.
+func (d Db) ReadOnly() ReadOnlyDb { return ReadOnlyDb{c: d.c} }
+
+// Permits reports whether d may take the locks of l.
+func (d Db) Permits(l Entity) bool { return l != nil && d.permits(l.entity()) }
+
+func (d Db) permits(e entity) bool {
+	if !d.only {
+		return true
+	}
+	_, ok := slices.BinarySearchFunc(d.allow, e, compareEntity)
+	return ok
+}
+
+// check returns why an operation on l can't be sent: a zero lock, a missing
+// client, a refused capability or a done context.
+func (d Db) check(ctx context.Context, l Entity) error {
+	e := l.entity()
+	switch {
+	case e.ns == "":
+		return ErrZeroLock
+	case d.c == nil:
+		return ErrNoClient
+	case !d.permits(e):
+		return fmt.Errorf("%w: %s", ErrNotPermitted, l)
+	}
+	return ctx.Err()
+}
+
+// ReadOnlyDb is a handle on Redis for queries that write nothing, such as a
+// client of a replica. It is a distinct type from [Db], with no conversion
+// between them, so that passing it to a lock operation does not compile.
+// The zero ReadOnlyDb has no client.
+type ReadOnlyDb struct {
+	c Client
+}
+
+// NewReadOnlyDb returns a read-only handle over c.
+func NewReadOnlyDb(c Client) ReadOnlyDb { return ReadOnlyDb{c: clientOrNil(c)} }

@@ -1,0 +1,255 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// counter counts the commands a client sends, so tests can check that each
+// lock operation is one round trip.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// sent returns how many commands f sent.
+func (c *counter) sent(f func()) int64 {
+	before := c.n.Load()
+	f()
+	return c.n.Load() - before
+}
+
+var invoices = lock.New[uint64]("invoice", 30*time.Second)
+
+func TestLockOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	cnt := &counter{}
+	c := srv.Client(t)
+	c.AddHook(cnt)
+	db := lock.NewDb(c)
+	ctx := t.Context()
+	// Warm up: the connection's handshake, and the first EVALSHA of each
+	// script, which the server answers NOSCRIPT before it caches the script.
+	warm, _ := invoices.TryLock(ctx, db, 1)
+	warm.Extend(ctx)
+	warm.Release(ctx)
+
+	var tok *lock.Token
+	var err error
+	if n := cnt.sent(func() { tok, err = invoices.TryLock(ctx, db, 42) }); n != 1 {
+		t.Errorf("TryLock sent %d commands, want 1", n)
+	}
+	if tok == nil || err != nil {
+		t.Fatalf("TryLock(42) = %v, %v, want a token", tok, err)
+	}
+	key := "@@wakuwaku-entity:Lock:invoice:42"
+	if tok.Key() != key {
+		t.Errorf("Key() = %q, want %q", tok.Key(), key)
+	}
+	val, err := raw.Get(ctx, key).Result()
+	if err != nil || len(val) != 16 {
+		t.Errorf("GET %s = %q (%d bytes), %v, want 16 bytes", key, val, len(val), err)
+	}
+	if pttl := raw.PTTL(ctx, key).Val(); pttl <= 29*time.Second || pttl > 30*time.Second {
+		t.Errorf("PTTL = %v, want about 30s", pttl)
+	}
+	if d := time.Until(tok.Deadline()); d <= 29*time.Second || d > 30*time.Second {
+		t.Errorf("Deadline in %v, want about 30s", d)
+	}
+
+	if other, err := invoices.TryLock(ctx, db, 42); other != nil || err != nil {
+		t.Errorf("TryLock(42) while held = %v, %v, want nil, nil", other, err)
+	}
+	if other, err := invoices.TryLock(ctx, db, 43); other == nil || err != nil {
+		t.Errorf("TryLock(43) = %v, %v, want a token", other, err)
+	}
+
+	raw.PExpire(ctx, key, time.Second)
+	var ok bool
+	if n := cnt.sent(func() { ok, err = tok.Extend(ctx) }); n != 1 {
+		t.Errorf("Extend sent %d commands, want 1", n)
+	}
+	if !ok || err != nil {
+		t.Errorf("Extend = %v, %v, want true", ok, err)
+	}
+	if pttl := raw.PTTL(ctx, key).Val(); pttl <= 29*time.Second {
+		t.Errorf("PTTL after Extend = %v, want about 30s", pttl)
+	}
+	if n := cnt.sent(func() { ok, err = tok.Release(ctx) }); n != 1 {
+		t.Errorf("Release sent %d commands, want 1", n)
+	}
+	if !ok || err != nil {
+		t.Errorf("Release = %v, %v, want true", ok, err)
+	}
+	if n := raw.Exists(ctx, key).Val(); n != 0 {
+		t.Errorf("key exists after Release")
+	}
+	if ok, err := tok.Release(ctx); ok || err != nil {
+		t.Errorf("second Release = %v, %v, want false", ok, err)
+	}
+	if again, err := invoices.TryLock(ctx, db, 42); again == nil || err != nil {
+		t.Errorf("TryLock(42) after Release = %v, %v, want a token", again, err)
+	}
+}
+
+// TestLostLease checks that a holder whose lease ran out can neither delete
+// nor extend the lock of the holder that overtook it, nor recreate it.
+func TestLostLease(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	db := lock.NewDb(srv.Client(t))
+	ctx := t.Context()
+	short := lock.New[string]("short", 100*time.Millisecond)
+	key := short.Key("x")
+
+	first, err := short.TryLock(ctx, db, "x")
+	if first == nil || err != nil {
+		t.Fatalf("TryLock = %v, %v", first, err)
+	}
+	waitGone(t, raw, key)
+	second, err := short.TryLock(ctx, db, "x")
+	if second == nil || err != nil {
+		t.Fatalf("TryLock after expiry = %v, %v, want a token", second, err)
+	}
+	held := raw.Get(ctx, key).Val()
+	raw.PExpire(ctx, key, time.Minute) // so that the second holder can't lose it during the test
+	if ok, err := first.Extend(ctx); ok || err != nil {
+		t.Errorf("stale Extend = %v, %v, want false", ok, err)
+	}
+	if pttl := raw.PTTL(ctx, key).Val(); pttl <= 59*time.Second {
+		t.Errorf("stale Extend changed the next holder's PTTL to %v", pttl)
+	}
+	if !first.Deadline().IsZero() {
+		t.Errorf("Deadline after a lost Extend = %v, want zero", first.Deadline())
+	}
+	if ok, err := first.Release(ctx); ok || err != nil {
+		t.Errorf("stale Release = %v, %v, want false", ok, err)
+	}
+	if got := raw.Get(ctx, key).Val(); got != held {
+		t.Errorf("stale Release left %q, want the next holder's %q", got, held)
+	}
+	if ok, err := second.Release(ctx); !ok || err != nil {
+		t.Errorf("Release = %v, %v, want true", ok, err)
+	}
+	if ok, _ := first.Extend(ctx); ok || raw.Exists(ctx, key).Val() != 0 {
+		t.Errorf("stale Extend on a free lock = %v, key exists %d, want false, 0", ok, raw.Exists(ctx, key).Val())
+	}
+}
+
+// waitGone waits for Redis to expire key.
+func waitGone(t *testing.T, raw *redis.Client, key string) {
+	t.Helper()
+	for range 200 {
+		if raw.Exists(t.Context(), key).Val() == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("key %q did not expire", key)
+}
+
+// TestTinyTTL checks that a TTL under a millisecond is sent as 1 ms.
+func TestTinyTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	db := lock.NewDb(srv.Client(t))
+	tiny := lock.New[string]("tiny", time.Microsecond)
+	tok, err := tiny.TryLock(t.Context(), db, "a")
+	if err != nil || tok == nil {
+		t.Fatalf("TryLock with a 1µs TTL = %v, %v, want a token", tok, err)
+	}
+	waitGone(t, raw, tiny.Key("a"))
+}
+
+func TestScriptCacheLost(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	db := lock.NewDb(srv.Client(t))
+	ctx := t.Context()
+	tok, _ := invoices.TryLock(ctx, db, 1)
+	raw.ScriptFlush(ctx)
+	if ok, err := tok.Extend(ctx); !ok || err != nil {
+		t.Errorf("Extend after SCRIPT FLUSH = %v, %v, want true", ok, err)
+	}
+	raw.ScriptFlush(ctx)
+	if ok, err := tok.Release(ctx); !ok || err != nil {
+		t.Errorf("Release after SCRIPT FLUSH = %v, %v, want true", ok, err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(srv.Client(t))
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	var nilClient *redis.Client
+	down := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { down.Close() })
+	rw := lock.NewRW[string]("rw", time.Second)
+
+	tests := []struct {
+		name string
+		op   func() error
+		want error // nil: any error
+	}{
+		{"zero Db", func() error { _, err := invoices.TryLock(t.Context(), lock.Db{}, 1); return err }, lock.ErrNoClient},
+		{"nil client", func() error { _, err := invoices.TryLock(t.Context(), lock.NewDb(nilClient), 1); return err }, lock.ErrNoClient},
+		{"nil interface", func() error { _, err := rw.TryRead(t.Context(), lock.NewDb(nil), "a"); return err }, lock.ErrNoClient},
+		{"zero Lock", func() error { _, err := lock.Lock[int]{}.TryLock(t.Context(), db, 1); return err }, lock.ErrZeroLock},
+		{"zero RWLock", func() error { _, err := lock.RWLock[int]{}.TryWrite(t.Context(), db, 1); return err }, lock.ErrZeroLock},
+		{"cancelled TryLock", func() error { _, err := invoices.TryLock(cancelled, db, 1); return err }, context.Canceled},
+		{"cancelled TryRead", func() error { _, err := rw.TryRead(cancelled, db, "a"); return err }, context.Canceled},
+		{"nil token Release", func() error { var tok *lock.Token; _, err := tok.Release(t.Context()); return err }, nil},
+		{"nil token Extend", func() error { var tok *lock.ReadToken; _, err := tok.Extend(t.Context()); return err }, nil},
+		{"redis down", func() error { _, err := invoices.TryLock(t.Context(), lock.NewDb(down), 1); return err }, nil},
+		{"redis down TryWrite", func() error { _, err := rw.TryWrite(t.Context(), lock.NewDb(down), "a"); return err }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.op()
+			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Errorf("error = %v, want %v", err, tt.want)
+			}
+		})
+	}
+
+	// A token whose context is cancelled sends nothing and keeps the lock.
+	tok, _ := invoices.TryLock(t.Context(), db, 9)
+	if ok, err := tok.Release(cancelled); ok || !errors.Is(err, context.Canceled) {
+		t.Errorf("Release(cancelled) = %v, %v, want false, context.Canceled", ok, err)
+	}
+	if ok, err := tok.Release(t.Context()); !ok || err != nil {
+		t.Errorf("Release = %v, %v, want true", ok, err)
+	}
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func lockDb(c lock.Client) lock.Db { return lock.NewDb(c) }
