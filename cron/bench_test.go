@@ -1,0 +1,104 @@
+package cron_test
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+)
+
+// idleJob does nothing, on a schedule.
+type idleJob struct {
+	name  string
+	every interval.Interval
+}
+
+func (j *idleJob) Name() string                             { return j.name }
+func (j *idleJob) Interval() interval.Interval              { return j.every }
+func (j *idleJob) Process(context.Context, cron.Tick) error { return nil }
+
+func idleJobs(n int, every interval.Interval) []cron.Job {
+	jobs := make([]cron.Job, n)
+	for i := range jobs {
+		jobs[i] = &idleJob{name: "job-" + strconv.Itoa(i), every: every}
+	}
+	return jobs
+}
+
+// countRuns returns an observer that counts finished runs and closes done
+// when there have been n.
+func countRuns(n int64, done chan<- struct{}) cron.Observer {
+	var count atomic.Int64
+	return cron.Observer{RunFinished: func(cron.Tick, error, time.Duration) {
+		if count.Add(1) == n {
+			close(done)
+		}
+	}}
+}
+
+// BenchmarkIdleJobs measures what 10,000 jobs cost while they wait for
+// their next run: the heap and stack the runtime holds for them once their
+// startup runs are over, per job, beside the jobs themselves.
+func BenchmarkIdleJobs(b *testing.B) {
+	const n = 10_000
+	jobs := idleJobs(n, interval.AtLeast(time.Hour))
+	var heap, stack, goroutines float64
+	for b.Loop() {
+		done := make(chan struct{})
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g := runtime.NumGoroutine()
+
+		rt, err := cron.Start(jobs, cron.WithObserver(countRuns(n, done)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-done
+		// Let the startup runs' goroutines return before measuring.
+		for range 100 {
+			if runtime.NumGoroutine() <= g+1 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		stack = float64(after.StackInuse) - float64(before.StackInuse)
+		goroutines = float64(runtime.NumGoroutine() - g)
+
+		if err := rt.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(heap/n, "heap-B/job")
+	b.ReportMetric(stack/n, "stack-B/job")
+	b.ReportMetric(goroutines, "goroutines")
+}
+
+// BenchmarkRun measures the runtime's cost of one run: 1,000 jobs due
+// every millisecond, each op one run of one of them, from the tick through
+// the goroutine and the report to the next tick's scheduling.
+func BenchmarkRun(b *testing.B) {
+	const n = 1_000
+	jobs := idleJobs(n, interval.AfterStart(time.Millisecond))
+	done := make(chan struct{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	rt, err := cron.Start(jobs, cron.WithObserver(countRuns(int64(max(b.N, n)), done)),
+		cron.WithMaxOverlap(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	<-done
+	b.StopTimer()
+	if err := rt.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,152 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultMaxOverlap is how many runs of one [interval.AfterStart] job may be
+// in progress at once unless [WithMaxOverlap] says otherwise.
+const DefaultMaxOverlap = 4
+
+// The reasons the runtime gives, to the logger and to
+// [Observer.RunSkipped], for a tick it skipped. They are constants, so a
+// metrics adapter can use them as label values. An [Admission] that refuses
+// a run gives its own reason.
+const (
+	// ReasonStillRunning is why a Cron job's slot that came while its
+	// previous run was still going was skipped.
+	ReasonStillRunning = "previous run still in progress"
+	// ReasonTooManyRuns is why an AfterStart job's tick was skipped when
+	// the job already had as many runs in progress as its limit allows.
+	ReasonTooManyRuns = "too many runs in progress"
+	// ReasonAdmissionFailed is why a run was skipped when its job's
+	// Admission returned an error (or panicked): the run is not risked.
+	ReasonAdmissionFailed = "admission failed"
+	// ReasonNotAdmitted is why a run was skipped when its job's Admission
+	// refused it without giving a reason.
+	ReasonNotAdmitted = "not admitted"
+)
+
+// ErrInvalidOption is the error [Start] returns, wrapped with details, for
+// an option that is not valid: a nil logger, a limit below 1, an admission
+// for a job that does not exist.
+var ErrInvalidOption = errors.New("cron: invalid option")
+
+// Option configures a [Runtime]. Options are checked by [Start], which
+// refuses invalid ones with an error that wraps [ErrInvalidOption].
+type Option func(*options) error
+
+type options struct {
+	log        *slog.Logger
+	observer   Observer
+	maxOverlap int
+	admissions map[string]Admission
+	now        func() time.Time
+}
+
+func defaultOptions() options {
+	return options{
+		log:        slog.New(slog.DiscardHandler),
+		maxOverlap: DefaultMaxOverlap,
+		now:        time.Now,
+	}
+}
+
+// WithLogger makes the runtime log through l: failed runs, panics and
+// admission errors at level Error, skipped ticks and late wake-ups at Warn
+// (Info for a run its admission refused), finished runs at Debug. Every record has the
+// attributes "job" and "run"; runs add "scheduled", "duration" and "error",
+// panics "panic" and "stack".
+//
+// Without WithLogger the runtime is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
+		}
+		o.log = l
+		return nil
+	}
+}
+
+// Observer is told about every run, for metrics. Each field may be nil.
+//
+// The functions are called synchronously, from the run's goroutine or from
+// the runtime's scheduler, and concurrently for different runs: they must be
+// safe for concurrent use, fast (a counter, not a network call) and must not
+// panic.
+type Observer struct {
+	// RunStarted is called right before Process.
+	RunStarted func(t Tick)
+	// RunFinished is called when Process returned, with its error (a
+	// *PanicError if it panicked) and how long it took.
+	RunFinished func(t Tick, err error, took time.Duration)
+	// RunSkipped is called for a tick that did not run, with why: one of
+	// the Reason constants or an Admission's own reason. err is the
+	// Admission's error for ReasonAdmissionFailed, nil otherwise.
+	RunSkipped func(t Tick, reason string, err error)
+	// RunPanicked is called when Process panicked, with the panic's value
+	// and stack, before RunFinished.
+	RunPanicked func(t Tick, value any, stack []byte)
+}
+
+// WithObserver makes the runtime report runs to o. A later WithObserver
+// replaces an earlier one.
+func WithObserver(o Observer) Option {
+	return func(opts *options) error {
+		opts.observer = o
+		return nil
+	}
+}
+
+// WithMaxOverlap sets how many runs of one [interval.AfterStart] job may be
+// in progress at once; the default is [DefaultMaxOverlap]. A tick that comes
+// when a job is at its limit is skipped with [ReasonTooManyRuns], so a job
+// that is slower than its interval for a long time holds at most n
+// goroutines, not one more every interval. n must be at least 1. Other
+// policies never overlap and ignore it.
+func WithMaxOverlap(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: WithMaxOverlap(%d): the limit must be at least 1", ErrInvalidOption, n)
+		}
+		o.maxOverlap = n
+		return nil
+	}
+}
+
+// Admission decides whether a run goes ahead. The runtime calls it right
+// before each run of its job, the startup run included, in the run's
+// goroutine and with the run's context and tick.
+//
+// It returns admitted true to let the run go ahead. Returning false skips the
+// run, which is logged and reported to [Observer.RunSkipped] with reason
+// (or [ReasonNotAdmitted] if reason is empty). Returning an error skips the
+// run too, failing closed: it is logged with the error and reported with
+// [ReasonAdmissionFailed]; a panic is treated as an error. Either way the job
+// keeps its schedule, and the skipped tick counts as a run that started and
+// finished at its start: an AtLeast(d) job ticks again d later.
+type Admission func(ctx context.Context, t Tick) (admitted bool, reason string, err error)
+
+// WithAdmission puts admit in front of every run of the job named job (see
+// [JobName]). A job has at most one admission. [Start] refuses an admission
+// for a name that none of its jobs has, and a nil admit.
+func WithAdmission(job string, admit Admission) Option {
+	return func(o *options) error {
+		if admit == nil {
+			return fmt.Errorf("%w: WithAdmission(%q, nil)", ErrInvalidOption, job)
+		}
+		if _, dup := o.admissions[job]; dup {
+			return fmt.Errorf("%w: job %q has two admissions", ErrInvalidOption, job)
+		}
+		if o.admissions == nil {
+			o.admissions = make(map[string]Admission)
+		}
+		o.admissions[job] = admit
+		return nil
+	}
+}

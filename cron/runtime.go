@@ -1,0 +1,338 @@
+package cron
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/interval"
+)
+
+// ErrInvalidJob is the error [Start] returns, wrapped with the job's index
+// or name, for a job it cannot run: a nil job, a job whose Interval is the
+// zero interval.Interval, a job with an empty name, or two jobs with one
+// name.
+var ErrInvalidJob = errors.New("cron: invalid job")
+
+// Runtime runs jobs on their schedules. [Start] makes one; its jobs run
+// until [Runtime.Shutdown], which every Runtime needs to stop its
+// goroutines. Its methods are safe for concurrent use.
+type Runtime struct {
+	log        *slog.Logger
+	observer   Observer
+	maxOverlap int
+	now        func() time.Time
+
+	cancel   context.CancelCauseFunc // cancels the runs' context
+	wake     chan struct{}           // the queue's head changed; capacity 1
+	stop     chan struct{}           // closed by the first Shutdown
+	loopDone chan struct{}           // closed when the scheduler returned
+
+	// batch is where dispatch collects the ticks it starts or skips. Only
+	// the scheduler (and Start, before the scheduler exists) touches it.
+	batch []decision
+
+	mu       sync.Mutex
+	queue    queue         // entries waiting for their next tick, by due time
+	stopped  bool          // Shutdown was called
+	inflight int           // runs started and not yet finished
+	idle     chan struct{} // closed once stopped and inflight is 0
+}
+
+// entry is a job and its scheduling state.
+type entry struct {
+	job   Job
+	name  string
+	every interval.Interval
+	admit Admission
+
+	// Guarded by Runtime.mu.
+	index  int       // position in the queue, -1 when not in it
+	due    time.Time // when the next tick is due, while queued
+	ticks  uint64    // ticks so far, skipped ones included
+	active int       // runs in progress
+}
+
+// reschedulesAtFinish reports whether the entry's next tick is known only
+// when its run finishes (AtLeast and AfterFinish), rather than when the run
+// starts (AfterStart and Cron).
+func (e *entry) reschedulesAtFinish() bool {
+	_, isCron := e.every.Spec()
+	return !isCron && !e.every.Overlaps()
+}
+
+// maxKeptBatch is the longest batch dispatch keeps for its next call: an
+// idle runtime should not hold a decision per job.
+const maxKeptBatch = 64
+
+// decision is what dispatch does with one tick: start a run, or skip the
+// tick and say why.
+type decision struct {
+	e      *entry
+	tick   Tick
+	skip   string        // the reason, if the tick is skipped
+	late   time.Duration // how late the tick was, if it was late
+	noMore bool          // a Cron spec without another slot: the job is done
+}
+
+// Start checks the jobs and the options, starts every job's startup run and
+// returns the running runtime. The startup runs have begun, each in its own
+// goroutine, by the time Start returns.
+//
+// Start returns an error wrapping [ErrInvalidJob] or [ErrInvalidOption],
+// before any job runs, if a job is nil, has the zero interval or an empty
+// name, if two jobs have one name, or if an option is invalid. The caller
+// must call [Runtime.Shutdown] on the runtime it returns.
+func Start(jobs []Job, opts ...Option) (*Runtime, error) {
+	o := defaultOptions()
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+
+	// One allocation holds every job's entry: an idle job costs its entry
+	// and its place in the queue, nothing more.
+	entries := make([]entry, len(jobs))
+	byName := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		if j == nil {
+			return nil, fmt.Errorf("%w: jobs[%d] is nil", ErrInvalidJob, i)
+		}
+		if isNil(j) {
+			return nil, fmt.Errorf("%w: jobs[%d] is a nil %T", ErrInvalidJob, i, j)
+		}
+		name := JobName(j)
+		if name == "" {
+			return nil, fmt.Errorf("%w: jobs[%d] (%T) has an empty name", ErrInvalidJob, i, j)
+		}
+		if prev, dup := byName[name]; dup {
+			return nil, fmt.Errorf("%w: jobs[%d] and jobs[%d] are both named %q", ErrInvalidJob, prev, i, name)
+		}
+		byName[name] = i
+		every := j.Interval()
+		if every.IsZero() {
+			return nil, fmt.Errorf("%w: job %q has no interval (its Interval is the zero interval.Interval)", ErrInvalidJob, name)
+		}
+		entries[i] = entry{job: j, name: name, every: every, index: -1}
+	}
+	for name, admit := range o.admissions {
+		i, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: WithAdmission(%q, ...) names no job", ErrInvalidOption, name)
+		}
+		entries[i].admit = admit
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := &Runtime{
+		log:        o.log,
+		observer:   o.observer,
+		maxOverlap: o.maxOverlap,
+		now:        o.now,
+		cancel:     cancel,
+		wake:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		loopDone:   make(chan struct{}),
+		idle:       make(chan struct{}),
+		queue:      make(queue, 0, len(entries)),
+	}
+	now := r.now()
+	for i := range entries {
+		entries[i].due = now
+		heap.Push(&r.queue, &entries[i])
+	}
+	next, ok := r.dispatch(ctx) // the startup runs
+	go r.loop(ctx, next, ok)
+	return r, nil
+}
+
+// loop is the scheduler: it sleeps until the earliest due tick, or until a
+// finished run or Shutdown wakes it, and dispatches what is due. next and
+// ok are what the first dispatch, in Start, returned.
+func (r *Runtime) loop(ctx context.Context, next time.Time, ok bool) {
+	defer close(r.loopDone)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		// The wait is measured after dispatch has started its runs, which
+		// takes a while for thousands of jobs due at once.
+		if ok {
+			timer.Reset(next.Sub(r.now()))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-timer.C:
+		case <-r.wake:
+		case <-r.stop:
+			return
+		}
+		next, ok = r.dispatch(ctx)
+	}
+}
+
+// dispatch starts or skips every tick that is due, and returns when the
+// next one is due, or false if no job waits for a tick. Job code and the
+// observer run after the lock is released.
+func (r *Runtime) dispatch(ctx context.Context) (time.Time, bool) {
+	r.mu.Lock()
+	now := r.now()
+	for !r.stopped && len(r.queue) > 0 && !r.queue[0].due.After(now) {
+		e := heap.Pop(&r.queue).(*entry)
+		r.batch = append(r.batch, r.tick(e, now))
+	}
+	var next time.Time
+	waiting := !r.stopped && len(r.queue) > 0
+	if waiting {
+		next = r.queue[0].due
+	}
+	r.mu.Unlock()
+
+	for i, d := range r.batch {
+		if d.late > 0 {
+			r.logLate(ctx, d)
+		}
+		if d.skip != "" {
+			r.skipped(ctx, d.tick, d.skip, nil)
+		} else {
+			go r.run(ctx, d.e, d.tick)
+		}
+		if d.noMore {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
+				slog.String("job", d.tick.Job), slog.String("interval", d.e.every.String()))
+		}
+		r.batch[i] = decision{}
+	}
+	r.batch = r.batch[:0]
+	if cap(r.batch) > maxKeptBatch {
+		r.batch = nil // the startup runs' batch is as long as the job list
+	}
+	return next, waiting
+}
+
+// tick decides what to do with e's tick, which is due at or before now, and
+// queues e's next tick if it is known already. r.mu is held.
+func (r *Runtime) tick(e *entry, now time.Time) decision {
+	e.ticks++
+	d := decision{e: e, tick: Tick{Scheduled: e.due, Started: now, Job: e.name, Run: e.ticks}}
+	startup := e.ticks == 1
+
+	period, _ := e.every.Period()
+	_, isCron := e.every.Spec()
+	switch {
+	case isCron:
+		// If the slot after this one has passed too, the process woke up
+		// late: run the latest slot it missed, once. (The startup run's
+		// due time is not a slot.)
+		if next, ok := e.every.NextSlot(e.due); ok && !startup && !next.After(now) {
+			d.late = now.Sub(e.due)
+			d.tick.Scheduled, _ = e.every.LatestSlot(e.due, now)
+		}
+		// The next slot comes whether or not this run is still going.
+		if next, ok := e.every.NextSlot(d.tick.Scheduled); ok {
+			r.requeue(e, next)
+		} else {
+			d.noMore = true
+		}
+	case e.every.Overlaps():
+		// AfterStart counts from when the tick was due, so its ticks do
+		// not drift by the timer's latency; more than a period behind, it
+		// runs once and goes on from now.
+		next := e.due.Add(period)
+		if now.Sub(e.due) > period {
+			d.late = now.Sub(e.due)
+			next = now.Add(period)
+		}
+		r.requeue(e, next)
+	default:
+		// AtLeast and AfterFinish are queued again when the run finishes,
+		// from when it started and finished, so a late tick needs nothing
+		// more than a log line.
+		if now.Sub(e.due) > period {
+			d.late = now.Sub(e.due)
+		}
+	}
+
+	switch {
+	case e.every.Overlaps() && e.active >= r.maxOverlap:
+		d.skip = ReasonTooManyRuns
+	case !e.every.Overlaps() && e.active > 0:
+		// Only a Cron job can get here: the others are not queued while
+		// they run.
+		d.skip = ReasonStillRunning
+	default:
+		e.active++
+		r.inflight++
+	}
+	return d
+}
+
+// requeue queues e for a tick at due. r.mu is held.
+func (r *Runtime) requeue(e *entry, due time.Time) {
+	e.due = due
+	heap.Push(&r.queue, e)
+}
+
+// finished records the end of a run of e that started at start and ended at
+// end (at start, for a run its admission skipped), and queues e's next tick
+// if it depends on the run's end.
+func (r *Runtime) finished(e *entry, start, end time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.active--
+	r.inflight--
+	if r.stopped {
+		if r.inflight == 0 {
+			close(r.idle)
+		}
+		return
+	}
+	if !e.reschedulesAtFinish() {
+		return
+	}
+	next, _ := e.every.Next(start, end)
+	r.requeue(e, next)
+	if e.index == 0 {
+		// The scheduler sleeps until a later tick: wake it for this one.
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// queue is a min-heap of entries by due time, for container/heap.
+type queue []*entry
+
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+
+func (q queue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index = i
+	q[j].index = j
+}
+
+func (q *queue) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
+
+func (q *queue) Pop() any {
+	old := *q
+	n := len(old) - 1
+	e := old[n]
+	old[n] = nil
+	e.index = -1
+	*q = old[:n]
+	return e
+}

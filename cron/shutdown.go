@@ -1,0 +1,56 @@
+package cron
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrShutdown is the cause of a run's context when [Runtime.Shutdown] gave
+// up waiting for it: context.Cause(ctx) returns it inside the job.
+var ErrShutdown = errors.New("cron: shut down")
+
+// Shutdown stops the runtime: no tick starts a run any more, and Shutdown
+// waits for the runs in progress to return. It returns nil once they have,
+// and the runtime has no goroutine left.
+//
+// If ctx ends first, Shutdown cancels the runs' contexts with cause
+// [ErrShutdown] and returns ctx.Err() without waiting further; a job that
+// honours its context returns soon after. To wait for those runs too, call
+// Shutdown again with a new context.
+//
+// Shutdown is safe to call more than once and from several goroutines; each
+// call waits as described. Shutdown on a nil *Runtime returns nil.
+func (r *Runtime) Shutdown(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	if !r.stopped {
+		r.stopped = true
+		clear(r.queue)
+		r.queue = nil
+		if r.inflight == 0 {
+			close(r.idle)
+		}
+		close(r.stop)
+	}
+	r.mu.Unlock()
+
+	// The scheduler only starts goroutines and reports skipped ticks, so
+	// it returns at once: wait for it whatever ctx says.
+	<-r.loopDone
+	select {
+	case <-r.idle:
+	case <-ctx.Done():
+		// Runs that finished as ctx ended finished in time.
+		select {
+		case <-r.idle:
+		default:
+			r.cancel(ErrShutdown)
+			return ctx.Err()
+		}
+	}
+	// Nothing uses the context any more; cancelling it releases it.
+	r.cancel(ErrShutdown)
+	return nil
+}
