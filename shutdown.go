@@ -14,8 +14,6 @@ type Crons struct {
 }
 
 // newCrons wraps the runtime that runs a service's cron jobs.
-//
-//lint:ignore U1000 ServiceBuilder.Start, the next piece of work, calls it.
 func newCrons(rt *cron.Runtime) *Crons {
 	return &Crons{rt: rt}
 }

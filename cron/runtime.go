@@ -130,6 +130,18 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		}
 		entries[i].admit = admit
 	}
+	for i := range entries {
+		e := &entries[i]
+		if leased, ok := e.job.(Leased); ok {
+			// The lease comes after a caller's own admission, so that a
+			// run the caller refuses doesn't take the interval's lease.
+			admit, err := leaseAdmission(e.name, e.every, leased.Lease())
+			if err != nil {
+				return nil, err
+			}
+			e.admit = chain(e.admit, admit)
+		}
+	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &Runtime{

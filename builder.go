@@ -1,0 +1,133 @@
+package wakuwaku
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/service"
+)
+
+// ServiceBuilder collects a service's dependencies and the constructors of
+// its cron jobs, and starts them all at once with [ServiceBuilder.Start].
+//
+// Build it in main, in one goroutine: NewServiceBuilder, then [CronJob] for
+// each job, then Start. It is not safe for concurrent use.
+type ServiceBuilder struct {
+	deps    []any
+	recipes []recipe
+	options []cron.Option
+	started bool
+}
+
+// recipe is how one cron job is built: the type its constructor needs and
+// the constructor, wrapped to look that type up.
+type recipe struct {
+	job   reflect.Type // J, for errors
+	dep   reflect.Type // D
+	build func(*service.Services) (cron.Job, error)
+}
+
+// NewServiceBuilder returns a builder holding deps, each known by its Go
+// type: a *redis.Client, a lock.Db, a config struct. A constructor that asks
+// for an interface type gets the one dependency that implements it.
+func NewServiceBuilder(deps ...any) *ServiceBuilder {
+	return &ServiceBuilder{deps: deps}
+}
+
+// CronJob registers a cron job built by create from the dependency of type
+// D. The job is built by [ServiceBuilder.Start], not now, and runs from then
+// on in this replica: once at startup, then on its interval. It returns b,
+// for chaining.
+func CronJob[D any, J cron.Job](b *ServiceBuilder, create func(D) J) *ServiceBuilder {
+	r := recipe{job: reflect.TypeFor[J](), dep: reflect.TypeFor[D]()}
+	r.build = func(s *service.Services) (job cron.Job, err error) {
+		if create == nil {
+			return nil, errors.New("the constructor is nil")
+		}
+		d, err := service.Lookup[D](s)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("the constructor panicked: %v", v)
+			}
+		}()
+		return create(d), nil
+	}
+	b.recipes = append(b.recipes, r)
+	return b
+}
+
+// WithCronOptions passes options, such as cron.WithLogger and
+// cron.WithObserver, to the runtime that Start starts. It returns b.
+func (b *ServiceBuilder) WithCronOptions(opts ...cron.Option) *ServiceBuilder {
+	b.options = append(b.options, opts...)
+	return b
+}
+
+// JobError is the error [ServiceBuilder.Start] returns for a cron job it
+// could not build: its constructor's dependency is missing or ambiguous, or
+// the constructor is nil, panicked or returned a nil job. Err says which;
+// errors.Is(err, service.ErrMissing) and service.ErrAmbiguous work through
+// it.
+type JobError struct {
+	Job        reflect.Type // what the constructor returns
+	Dependency reflect.Type // what it takes
+	Err        error
+}
+
+// Error names the job, the dependency's type and what went wrong.
+func (e *JobError) Error() string {
+	return fmt.Sprintf("wakuwaku: building cron job %v from a %v: %v", e.Job, e.Dependency, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *JobError) Unwrap() error { return e.Err }
+
+// Start builds every cron job from its dependency and starts them: each
+// job's startup run has begun when Start returns. It returns the services
+// (the dependencies and the built jobs, by type; a type two jobs share is
+// ambiguous) and the handle whose Shutdown stops the jobs.
+//
+// If a dependency is missing or ambiguous, two dependencies have one type, a
+// constructor is nil or fails, or the runtime refuses a job (two jobs with
+// one name, a lease that can't work), Start returns an error, a *JobError
+// where one job is to blame, and no job has run. Start may be called once.
+func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
+	if b.started {
+		return nil, nil, errors.New("wakuwaku: ServiceBuilder.Start called twice")
+	}
+	b.started = true
+	deps, err := service.New(b.deps...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wakuwaku: dependencies: %w", err)
+	}
+	jobs := make([]cron.Job, 0, len(b.recipes))
+	for _, r := range b.recipes {
+		job, err := r.build(deps)
+		if err == nil && (job == nil || reflect.ValueOf(job).Kind() == reflect.Pointer && reflect.ValueOf(job).IsNil()) {
+			err = errors.New("the constructor returned a nil job")
+		}
+		if err != nil {
+			return nil, nil, &JobError{Job: r.job, Dependency: r.dep, Err: err}
+		}
+		jobs = append(jobs, job)
+	}
+	rt, err := cron.Start(jobs, b.options...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wakuwaku: %w", err)
+	}
+	all := append(append([]any(nil), b.deps...), anys(jobs)...)
+	return service.Collect(all...), newCrons(rt), nil
+}
+
+func anys(jobs []cron.Job) []any {
+	out := make([]any, len(jobs))
+	for i, j := range jobs {
+		out[i] = j
+	}
+	return out
+}

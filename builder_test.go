@@ -1,0 +1,142 @@
+package wakuwaku_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku"
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/service"
+)
+
+// counting is a job that counts its runs.
+type counting struct {
+	name string
+	runs *atomic.Int64
+}
+
+func (j *counting) Name() string                             { return j.name }
+func (j *counting) Interval() interval.Interval              { return interval.AtLeast(time.Hour) }
+func (j *counting) Process(context.Context, cron.Tick) error { j.runs.Add(1); return nil }
+
+type settings struct{ name string }
+
+func TestBuilderStart(t *testing.T) {
+	var runs atomic.Int64
+	b := wakuwaku.NewServiceBuilder(&settings{"a"}, &runs)
+	wakuwaku.CronJob(b, func(s *settings) *counting { return &counting{name: s.name, runs: &runs} })
+	services, crons, err := b.Start()
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	if err := crons.Shutdown(t.Context()); err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+	if runs.Load() != 1 {
+		t.Errorf("%d runs, want the startup run", runs.Load())
+	}
+	if job, err := service.Lookup[*counting](services); err != nil || job.name != "a" {
+		t.Errorf("Lookup[*counting] = %v, %v, want the built job", job, err)
+	}
+	if s, ok := service.Get[*settings](services); !ok || s.name != "a" {
+		t.Errorf("Get[*settings] = %v, %v", s, ok)
+	}
+	if _, _, err := b.Start(); err == nil {
+		t.Error("second Start = nil error, want an error")
+	}
+}
+
+func TestBuilderRefuses(t *testing.T) {
+	var runs atomic.Int64
+	newJob := func(s *settings) *counting { return &counting{name: "job", runs: &runs} }
+	tests := []struct {
+		name    string
+		build   func() *wakuwaku.ServiceBuilder
+		is      error    // errors.Is target, if any
+		mention []string // what the message must name
+	}{
+		{
+			name:    "missing dependency",
+			build:   func() *wakuwaku.ServiceBuilder { return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(42), newJob) },
+			is:      service.ErrMissing,
+			mention: []string{"*wakuwaku_test.counting", "*wakuwaku_test.settings"},
+		},
+		{
+			name: "two dependencies of one type",
+			build: func() *wakuwaku.ServiceBuilder {
+				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}, &settings{}), newJob)
+			},
+			is:      service.ErrAmbiguous,
+			mention: []string{"*wakuwaku_test.settings"},
+		},
+		{
+			name: "an interface two dependencies implement",
+			build: func() *wakuwaku.ServiceBuilder {
+				b := wakuwaku.NewServiceBuilder(redis.NewClient(&redis.Options{}), redis.NewClusterClient(&redis.ClusterOptions{}))
+				return wakuwaku.CronJob(b, func(redis.UniversalClient) *counting { return &counting{name: "x", runs: &runs} })
+			},
+			is:      service.ErrAmbiguous,
+			mention: []string{"redis.UniversalClient", "*wakuwaku_test.counting"},
+		},
+		{
+			name: "nil constructor",
+			build: func() *wakuwaku.ServiceBuilder {
+				return wakuwaku.CronJob[*settings, *counting](wakuwaku.NewServiceBuilder(&settings{}), nil)
+			},
+			mention: []string{"*wakuwaku_test.counting", "nil"},
+		},
+		{
+			name: "constructor returns nil",
+			build: func() *wakuwaku.ServiceBuilder {
+				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}), func(*settings) *counting { return nil })
+			},
+			mention: []string{"*wakuwaku_test.counting", "nil job"},
+		},
+		{
+			name: "constructor panics",
+			build: func() *wakuwaku.ServiceBuilder {
+				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}), func(*settings) *counting { panic("no config") })
+			},
+			mention: []string{"*wakuwaku_test.counting", "no config"},
+		},
+		{
+			name: "two jobs with one name",
+			build: func() *wakuwaku.ServiceBuilder {
+				b := wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}), newJob)
+				return wakuwaku.CronJob(b, newJob)
+			},
+			is:      cron.ErrInvalidJob,
+			mention: []string{`"job"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			services, crons, err := tt.build().Start()
+			if err == nil {
+				crons.Shutdown(t.Context())
+				t.Fatal("Start = nil error, want an error")
+			}
+			if services != nil || crons != nil {
+				t.Errorf("Start returned services or crons with an error")
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("Start = %v, want errors.Is %v", err, tt.is)
+			}
+			for _, m := range tt.mention {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("Start = %q, want it to name %s", err, m)
+				}
+			}
+		})
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("%d runs after refused starts, want 0", n)
+	}
+}

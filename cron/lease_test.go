@@ -1,0 +1,225 @@
+package cron_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// leasedJob is a testJob that asks for the runtime's lease.
+type leasedJob struct {
+	testJob
+	lease cron.Lease
+}
+
+func (j *leasedJob) Lease() cron.Lease { return j.lease }
+
+// skips records the skipped ticks an Observer reports.
+type skips struct {
+	mu      sync.Mutex
+	reasons []string
+	errs    []error
+}
+
+func (s *skips) observer() cron.Observer {
+	return cron.Observer{RunSkipped: func(_ cron.Tick, reason string, err error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.reasons = append(s.reasons, reason)
+		s.errs = append(s.errs, err)
+	}}
+}
+
+func (s *skips) get() ([]string, []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.reasons...), append([]error(nil), s.errs...)
+}
+
+func TestLeaseOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	db := lock.NewDb(srv.Client(t))
+	ctx := t.Context()
+
+	ran := make(chan cron.Tick, 10)
+	job := &leasedJob{
+		testJob: testJob{name: "report", every: interval.AtLeast(time.Hour), process: func(_ context.Context, t cron.Tick) error {
+			ran <- t
+			return nil
+		}},
+		lease: cron.Lease{Db: db},
+	}
+	rt, err := cron.Start([]cron.Job{job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	rt.Shutdown(ctx)
+	key := "@@wakuwaku-entity:Lock:cron:report"
+	if pttl := raw.PTTL(ctx, key).Val(); pttl <= 54*time.Minute || pttl > 55*time.Minute {
+		t.Errorf("PTTL(%s) = %v, want 55m (11/12 of the hour)", key, pttl)
+	}
+
+	// A second replica finds the lease held and skips, observed.
+	var sk skips
+	rt, err = cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Shutdown(ctx)
+	if reasons, _ := sk.get(); len(reasons) != 1 || reasons[0] != cron.ReasonLeaseHeld {
+		t.Errorf("skips = %q, want one %q", reasons, cron.ReasonLeaseHeld)
+	}
+	if len(ran) != 0 {
+		t.Errorf("the job ran while another replica held the lease")
+	}
+
+	// A Cron job's lease key names the slot of its run; the startup run
+	// counts as the latest slot before it.
+	cronJob := &leasedJob{
+		testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *"), process: func(_ context.Context, t cron.Tick) error {
+			ran <- t
+			return nil
+		}},
+		lease: cron.Lease{Db: db},
+	}
+	rt, err = cron.Start([]cron.Job{cronJob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := <-ran
+	rt.Shutdown(ctx)
+	slot := time.Date(tick.Scheduled.Year(), tick.Scheduled.Month(), tick.Scheduled.Day(), 3, 0, 0, 0, tick.Scheduled.Location())
+	if slot.After(tick.Scheduled) {
+		slot = slot.AddDate(0, 0, -1)
+	}
+	key = "@@wakuwaku-entity:Lock:cron:nightly@" + slot.UTC().Format(time.RFC3339)
+	if pttl := raw.PTTL(ctx, key).Val(); pttl <= 47*time.Hour || pttl > 48*time.Hour {
+		t.Errorf("PTTL(%s) = %v, want 48h (twice the slot's day)", key, pttl)
+	}
+}
+
+// TestLeaseRedisDown checks that a lease that can't be taken skips the run,
+// failing closed, and that the job keeps its schedule.
+func TestLeaseRedisDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
+	t.Cleanup(func() { c.Close() })
+	var sk skips
+	ran := 0
+	job := &leasedJob{
+		testJob: testJob{name: "r", every: interval.AtLeast(100 * time.Millisecond), process: func(context.Context, cron.Tick) error {
+			ran++
+			return nil
+		}},
+		lease: cron.Lease{Db: lock.NewDb(c)},
+	}
+	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(350 * time.Millisecond)
+	rt.Shutdown(t.Context())
+	reasons, errs := sk.get()
+	if len(reasons) < 2 {
+		t.Fatalf("%d skipped ticks, want the job to keep its schedule while Redis is down", len(reasons))
+	}
+	for i, r := range reasons {
+		if r != cron.ReasonAdmissionFailed || errs[i] == nil {
+			t.Errorf("skip %d = %q, %v, want %q with the error", i, r, errs[i], cron.ReasonAdmissionFailed)
+		}
+	}
+	if ran != 0 {
+		t.Errorf("the job ran %d times without its lease", ran)
+	}
+}
+
+// TestLeaseOffsetClocks runs a per-second Cron job in two runtimes whose
+// clocks are 950 ms apart, as replicas on machines with offset clocks are:
+// the late one's tick for a slot comes after a lease of 11/12 of a second
+// would have run out. No slot may run twice.
+func TestLeaseOffsetClocks(t *testing.T) {
+	srv := redistest.Start(t)
+	var mu sync.Mutex
+	seen := map[time.Time]string{}
+	dup := 0
+	start := func(name string, offset time.Duration) *cron.Runtime {
+		job := &leasedJob{
+			testJob: testJob{name: "per-second", every: interval.MustCron("* * * * * *"), process: func(_ context.Context, tick cron.Tick) error {
+				mu.Lock()
+				defer mu.Unlock()
+				slot := tick.Scheduled.Truncate(time.Second)
+				if prev, ok := seen[slot]; ok {
+					dup++
+					t.Errorf("slot %v ran in %s and in %s", slot.Format(time.TimeOnly), prev, name)
+				}
+				seen[slot] = name
+				return nil
+			}},
+			lease: cron.Lease{Db: lock.NewDb(srv.Client(t))},
+		}
+		rt, err := cron.Start([]cron.Job{job}, cron.WithClock(func() time.Time { return time.Now().Add(offset) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	early := start("early", 0)
+	late := start("late", -950*time.Millisecond)
+	time.Sleep(3500 * time.Millisecond)
+	early.Shutdown(t.Context())
+	late.Shutdown(t.Context())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 3 {
+		t.Errorf("%d slots ran, want several", len(seen))
+	}
+	if dup != 0 {
+		t.Errorf("%d slots ran twice", dup)
+	}
+}
+
+func TestLeaseRefused(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { c.Close() })
+	db := lock.NewDb(c)
+	job := func(every interval.Interval, l cron.Lease) cron.Job {
+		return &leasedJob{testJob: testJob{name: "j", every: every}, lease: l}
+	}
+	tests := []struct {
+		name string
+		job  cron.Job
+	}{
+		{"no Db", job(interval.AtLeast(time.Hour), cron.Lease{})},
+		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.Lease{Db: db.Only(lock.New[string]("other", time.Second))})},
+		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.Lease{Db: db, TTL: time.Hour})},
+		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.Lease{Db: db, TTL: -time.Second})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt, err := cron.Start([]cron.Job{tt.job})
+			if err == nil {
+				rt.Shutdown(t.Context())
+			}
+			if !errors.Is(err, cron.ErrInvalidJob) {
+				t.Errorf("Start = %v, want ErrInvalidJob", err)
+			}
+		})
+	}
+}
