@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -135,6 +136,7 @@ func run(out io.Writer, hour, duration time.Duration, redisURL string, replicas 
 	if hour < 10*time.Millisecond || replicas < 1 || duration < 0 {
 		return errors.New("want -hour ≥ 10ms, -replicas ≥ 1 and -duration ≥ 0")
 	}
+	out = &lockedWriter{w: out} // the printer and run both write to it
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if duration > 0 {
@@ -234,6 +236,18 @@ func redisOptions(url string) (*redis.Options, func(), error) {
 		}
 	}()
 	return &redis.Options{Addr: m.Addr()}, func() { close(done); <-ticked; m.Close() }, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // sleep waits for d, and reports false if ctx ended first.
