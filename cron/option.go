@@ -119,6 +119,22 @@ func WithMaxOverlap(n int) Option {
 	}
 }
 
+// WithClock makes the runtime read the time from now instead of time.Now:
+// the times it schedules by and hands to jobs in [Tick]. Timers still wait
+// on the monotonic clock. It exists for tests and simulations, to run
+// replicas whose clocks are offset or to step a clock the way a stalled
+// machine or an NTP correction does; a service has no use for it. now must
+// be safe for concurrent use.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return fmt.Errorf("%w: WithClock(nil)", ErrInvalidOption)
+		}
+		o.now = now
+		return nil
+	}
+}
+
 // Admission decides whether a run goes ahead. The runtime calls it right
 // before each run of its job, the startup run included, in the run's
 // goroutine and with the run's context and tick.
