@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -253,3 +254,51 @@ func closedAddr(t *testing.T) string {
 }
 
 func lockDb(c lock.Client) lock.Db { return lock.NewDb(c) }
+
+// TestClients checks a lock cycle through each kind of go-redis client a
+// service may have: a plain client, a Sentinel failover client and a
+// cluster client.
+func TestClients(t *testing.T) {
+	srv := redistest.Start(t)
+	sentinel := redistest.StartSentinel(t, srv)
+	cluster := redistest.StartCluster(t, 3)
+	clients := []struct {
+		name string
+		c    lock.Client
+	}{
+		{"plain", srv.Client(t)},
+		{"failover", sentinel.FailoverClient(t)},
+		{"cluster", cluster.Client(t)},
+	}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			db := lock.NewDb(c.c)
+			for name := range uint64(20) { // names spread over the cluster's slots
+				tok, err := invoices.TryLock(ctx, db, name)
+				if tok == nil || err != nil {
+					t.Fatalf("TryLock(%d) = %v, %v", name, tok, err)
+				}
+				if again, err := invoices.TryLock(ctx, db, name); again != nil || err != nil {
+					t.Fatalf("TryLock(%d) while held = %v, %v, want nil, nil", name, again, err)
+				}
+				if ok, err := tok.Extend(ctx); !ok || err != nil {
+					t.Fatalf("Extend = %v, %v", ok, err)
+				}
+				if ok, err := tok.Release(ctx); !ok || err != nil {
+					t.Fatalf("Release = %v, %v", ok, err)
+				}
+				r, err := catalog.TryRead(ctx, db, fmt.Sprint(name))
+				if r == nil || err != nil {
+					t.Fatalf("TryRead = %v, %v", r, err)
+				}
+				if w, err := catalog.TryWrite(ctx, db, fmt.Sprint(name)); w != nil || err != nil {
+					t.Fatalf("TryWrite with a reader = %v, %v", w, err)
+				}
+				if ok, err := r.Release(ctx); !ok || err != nil {
+					t.Fatalf("reader Release = %v, %v", ok, err)
+				}
+			}
+		})
+	}
+}
