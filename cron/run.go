@@ -13,10 +13,13 @@ import (
 // count.
 func (r *Runtime) run(ctx context.Context, e *entry, t Tick) {
 	ran := false
+	var end time.Time
 	defer func() {
-		end := t.Started // a skipped run took no time
-		if ran {
-			end = r.now()
+		switch {
+		case !ran:
+			end = t.Started // a skipped run took no time
+		case end.IsZero():
+			end = r.now() // the job called runtime.Goexit
 		}
 		r.finished(e, t.Started, end)
 	}()
@@ -42,8 +45,8 @@ func (r *Runtime) run(ctx context.Context, e *entry, t Tick) {
 	}
 	begin := r.now()
 	err := process(ctx, e.job, t)
-	took := r.now().Sub(begin)
-	r.report(ctx, t, err, took)
+	end = r.now()
+	r.report(ctx, t, err, end.Sub(begin))
 }
 
 // process calls the job, turning a panic into a *PanicError.

@@ -1,12 +1,13 @@
 package cron
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/interval"
@@ -32,29 +33,39 @@ type Runtime struct {
 	stop     chan struct{}           // closed by the first Shutdown
 	loopDone chan struct{}           // closed when the scheduler returned
 
-	// batch is where dispatch collects the ticks it starts or skips. Only
-	// the scheduler (and Start, before the scheduler exists) touches it.
+	// batch is where dispatch collects the ticks it starts or skips, at
+	// most dispatchChunk at a time. Only the scheduler (and Start, before
+	// the scheduler exists) touches it.
 	batch []decision
 
-	mu       sync.Mutex
-	queue    queue         // entries waiting for their next tick, by due time
-	stopped  bool          // Shutdown was called
-	inflight int           // runs started and not yet finished
-	idle     chan struct{} // closed once stopped and inflight is 0
+	mu    sync.Mutex
+	queue queue // entries waiting for their next tick, by due time
+
+	// A run that finished needs no lock unless its job is queued again
+	// from its end (AtLeast, AfterFinish): with thousands of runs at once,
+	// the lock was where they queued up. stopped only changes and inflight
+	// only grows under mu; both are read without it.
+	stopped  atomic.Bool   // Shutdown was called
+	inflight atomic.Int64  // runs started and not yet finished
+	idle     chan struct{} // closed (once) when stopped and inflight is 0
+	idleOnce sync.Once
 }
 
-// entry is a job and its scheduling state.
+// entry is a job and its scheduling state. It is what an idle job costs, so
+// it is kept small: jobs that share a policy share one copy of it, and the
+// counters are 32 bits.
 type entry struct {
 	job   Job
 	name  string
-	every interval.Interval
+	every *interval.Interval // never nil; shared, never modified
 	admit Admission
 
-	// Guarded by Runtime.mu.
-	index  int       // position in the queue, -1 when not in it
-	due    time.Time // when the next tick is due, while queued
-	ticks  uint64    // ticks so far, skipped ones included
-	active int       // runs in progress
+	// Guarded by Runtime.mu, but for active, which a run's end lowers
+	// without it.
+	index  int32        // position in the queue, -1 when not in it
+	active atomic.Int32 // runs in progress
+	due    time.Time    // when the next tick is due, while queued
+	ticks  uint64       // ticks so far, skipped ones included
 }
 
 // reschedulesAtFinish reports whether the entry's next tick is known only
@@ -65,9 +76,14 @@ func (e *entry) reschedulesAtFinish() bool {
 	return !isCron && !e.every.Overlaps()
 }
 
-// maxKeptBatch is the longest batch dispatch keeps for its next call: an
-// idle runtime should not hold a decision per job.
-const maxKeptBatch = 64
+// dispatchChunk is how many due ticks dispatch takes from the queue at a
+// time before it starts their runs. Thousands of jobs due at once are
+// started a chunk at a time, and the scheduler yields between chunks so that
+// the runs it started get to run (and finish) before it starts more: the
+// batch never grows, and the goroutines that exist at once stay near a
+// chunk's worth, rather than thousands whose descriptors the Go runtime
+// would keep for good.
+const dispatchChunk = 64
 
 // decision is what dispatch does with one tick: start a run, or skip the
 // tick and say why.
@@ -102,6 +118,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	// and its place in the queue, nothing more.
 	entries := make([]entry, len(jobs))
 	byName := make(map[string]int, len(jobs))
+	policies := make(map[interval.Interval]*interval.Interval)
 	for i, j := range jobs {
 		if j == nil {
 			return nil, fmt.Errorf("%w: jobs[%d] is nil", ErrInvalidJob, i)
@@ -121,7 +138,13 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		if every.IsZero() {
 			return nil, fmt.Errorf("%w: job %q has no interval (its Interval is the zero interval.Interval)", ErrInvalidJob, name)
 		}
-		entries[i] = entry{job: j, name: name, every: every, index: -1}
+		shared := policies[every]
+		if shared == nil {
+			shared = new(every)
+			policies[every] = shared
+		}
+		e := &entries[i]
+		e.job, e.name, e.every, e.index = j, name, shared, -1
 	}
 	for name, admit := range o.admissions {
 		i, ok := byName[name]
@@ -135,7 +158,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		if leased, ok := e.job.(Leased); ok {
 			// The lease comes after a caller's own admission, so that a
 			// run the caller refuses doesn't take the interval's lease.
-			admit, err := leaseAdmission(e.name, e.every, leased.Lease())
+			admit, err := leaseAdmission(e.name, *e.every, leased.Lease())
 			if err != nil {
 				return nil, err
 			}
@@ -155,11 +178,12 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		loopDone:   make(chan struct{}),
 		idle:       make(chan struct{}),
 		queue:      make(queue, 0, len(entries)),
+		batch:      make([]decision, 0, dispatchChunk),
 	}
 	now := r.now()
 	for i := range entries {
 		entries[i].due = now
-		heap.Push(&r.queue, &entries[i])
+		r.queue.push(&entries[i])
 	}
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
@@ -197,17 +221,33 @@ func (r *Runtime) loop(ctx context.Context, next time.Time, ok bool) {
 func (r *Runtime) dispatch(ctx context.Context) (time.Time, bool) {
 	r.mu.Lock()
 	now := r.now()
-	for !r.stopped && len(r.queue) > 0 && !r.queue[0].due.After(now) {
-		e := heap.Pop(&r.queue).(*entry)
-		r.batch = append(r.batch, r.tick(e, now))
-	}
-	var next time.Time
-	waiting := !r.stopped && len(r.queue) > 0
-	if waiting {
-		next = r.queue[0].due
-	}
-	r.mu.Unlock()
+	for {
+		for len(r.batch) < dispatchChunk && !r.stopped.Load() && len(r.queue) > 0 && !r.queue[0].due.After(now) {
+			e := r.queue.pop()
+			r.batch = append(r.batch, r.tick(e, now))
+		}
+		var next time.Time
+		waiting := !r.stopped.Load() && len(r.queue) > 0
+		if waiting {
+			next = r.queue[0].due
+		}
+		more := waiting && !next.After(now)
+		r.mu.Unlock()
 
+		r.startBatch(ctx)
+		if !more {
+			return next, waiting
+		}
+		// Let the runs just started run before starting more (see
+		// dispatchChunk).
+		runtime.Gosched()
+		r.mu.Lock()
+	}
+}
+
+// startBatch starts or skips the runs that dispatch decided on, and empties
+// the batch.
+func (r *Runtime) startBatch(ctx context.Context) {
 	for i, d := range r.batch {
 		if d.late > 0 {
 			r.logLate(ctx, d)
@@ -224,10 +264,6 @@ func (r *Runtime) dispatch(ctx context.Context) (time.Time, bool) {
 		r.batch[i] = decision{}
 	}
 	r.batch = r.batch[:0]
-	if cap(r.batch) > maxKeptBatch {
-		r.batch = nil // the startup runs' batch is as long as the job list
-	}
-	return next, waiting
 }
 
 // tick decides what to do with e's tick, which is due at or before now, and
@@ -244,12 +280,14 @@ func (r *Runtime) tick(e *entry, now time.Time) decision {
 		// If the slot after this one has passed too, the process woke up
 		// late: run the latest slot it missed, once. (The startup run's
 		// due time is not a slot.)
-		if next, ok := e.every.NextSlot(e.due); ok && !startup && !next.After(now) {
+		next, ok := e.every.NextSlot(e.due)
+		if ok && !startup && !next.After(now) {
 			d.late = now.Sub(e.due)
 			d.tick.Scheduled, _ = e.every.LatestSlot(e.due, now)
+			next, ok = e.every.NextSlot(d.tick.Scheduled)
 		}
 		// The next slot comes whether or not this run is still going.
-		if next, ok := e.every.NextSlot(d.tick.Scheduled); ok {
+		if ok {
 			r.requeue(e, next)
 		} else {
 			d.noMore = true
@@ -274,15 +312,15 @@ func (r *Runtime) tick(e *entry, now time.Time) decision {
 	}
 
 	switch {
-	case e.every.Overlaps() && e.active >= r.maxOverlap:
+	case e.every.Overlaps() && int(e.active.Load()) >= r.maxOverlap:
 		d.skip = ReasonTooManyRuns
-	case !e.every.Overlaps() && e.active > 0:
+	case !e.every.Overlaps() && e.active.Load() > 0:
 		// Only a Cron job can get here: the others are not queued while
 		// they run.
 		d.skip = ReasonStillRunning
 	default:
-		e.active++
-		r.inflight++
+		e.active.Add(1)
+		r.inflight.Add(1)
 	}
 	return d
 }
@@ -290,24 +328,33 @@ func (r *Runtime) tick(e *entry, now time.Time) decision {
 // requeue queues e for a tick at due. r.mu is held.
 func (r *Runtime) requeue(e *entry, due time.Time) {
 	e.due = due
-	heap.Push(&r.queue, e)
+	r.queue.push(e)
 }
 
 // finished records the end of a run of e that started at start and ended at
 // end (at start, for a run its admission skipped), and queues e's next tick
 // if it depends on the run's end.
 func (r *Runtime) finished(e *entry, start, end time.Time) {
+	if e.reschedulesAtFinish() {
+		r.requeueAfter(e, start, end)
+	} else {
+		e.active.Add(-1)
+	}
+	// Shutdown sets stopped before it reads inflight, and this lowers
+	// inflight before it reads stopped, so one of the two sees the last
+	// run end; the Once keeps both from closing idle.
+	if r.inflight.Add(-1) == 0 && r.stopped.Load() {
+		r.idleOnce.Do(func() { close(r.idle) })
+	}
+}
+
+// requeueAfter queues e's next tick after a run that started at start and
+// ended at end, unless the runtime is stopping.
+func (r *Runtime) requeueAfter(e *entry, start, end time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e.active--
-	r.inflight--
-	if r.stopped {
-		if r.inflight == 0 {
-			close(r.idle)
-		}
-		return
-	}
-	if !e.reschedulesAtFinish() {
+	e.active.Add(-1)
+	if r.stopped.Load() {
 		return
 	}
 	next, _ := e.every.Next(start, end)
@@ -321,30 +368,65 @@ func (r *Runtime) finished(e *entry, start, end time.Time) {
 	}
 }
 
-// queue is a min-heap of entries by due time, for container/heap.
+// queue is a min-heap of entries by due time. It is written out rather than
+// run through container/heap, whose calls through an interface were a fifth
+// of the scheduler's time with thousands of jobs due at once.
 type queue []*entry
 
-func (q queue) Len() int           { return len(q) }
-func (q queue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q queue) less(i, j int) bool { return q[i].due.Before(q[j].due) }
 
-func (q queue) Swap(i, j int) {
+func (q queue) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].index = i
-	q[j].index = j
+	q[i].index = int32(i)
+	q[j].index = int32(j)
 }
 
-func (q *queue) Push(x any) {
-	e := x.(*entry)
-	e.index = len(*q)
+// push adds e to the queue.
+func (q *queue) push(e *entry) {
+	e.index = int32(len(*q))
 	*q = append(*q, e)
+	q.up(len(*q) - 1)
 }
 
-func (q *queue) Pop() any {
+// pop removes the entry due first from the queue, which must not be empty,
+// and returns it.
+func (q *queue) pop() *entry {
 	old := *q
 	n := len(old) - 1
+	old.swap(0, n)
+	old[:n].down(0)
 	e := old[n]
 	old[n] = nil
 	e.index = -1
 	*q = old[:n]
 	return e
+}
+
+func (q queue) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2 // parent
+		if !q.less(j, i) {
+			return
+		}
+		q.swap(i, j)
+		j = i
+	}
+}
+
+func (q queue) down(i int) {
+	n := len(q)
+	for {
+		j := 2*i + 1 // left child
+		if j >= n {
+			return
+		}
+		if r := j + 1; r < n && q.less(r, j) {
+			j = r
+		}
+		if !q.less(j, i) {
+			return
+		}
+		q.swap(i, j)
+		i = j
+	}
 }

@@ -25,12 +25,12 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	r.mu.Lock()
-	if !r.stopped {
-		r.stopped = true
+	if !r.stopped.Load() {
+		r.stopped.Store(true)
 		clear(r.queue)
 		r.queue = nil
-		if r.inflight == 0 {
-			close(r.idle)
+		if r.inflight.Load() == 0 {
+			r.idleOnce.Do(func() { close(r.idle) })
 		}
 		close(r.stop)
 	}

@@ -80,6 +80,14 @@ type entity struct {
 	ns   string
 }
 
+// String describes the family as its Lock or RWLock does: "Lock:invoice".
+func (e entity) String() string {
+	if e.kind == kindRW {
+		return "RwLock:" + e.ns
+	}
+	return "Lock:" + e.ns
+}
+
 func compareEntity(a, b entity) int {
 	if a.kind != b.kind {
 		return int(a.kind) - int(b.kind)
@@ -128,17 +136,18 @@ func (d Db) permits(e entity) bool {
 	return ok
 }
 
-// check returns why an operation on l can't be sent: a zero lock, a missing
-// client, a refused capability or a done context.
-func (d Db) check(ctx context.Context, l Entity) error {
-	e := l.entity()
+// check returns why an operation on the lock family e can't be sent: a zero
+// lock, a missing client, a refused capability or a done context. It takes
+// the entity, not the Lock or RWLock, because turning those into an Entity
+// would cost every acquire an allocation.
+func (d Db) check(ctx context.Context, e entity) error {
 	switch {
 	case e.ns == "":
 		return ErrZeroLock
 	case d.c == nil:
 		return ErrNoClient
 	case !d.permits(e):
-		return fmt.Errorf("%w: %s", ErrNotPermitted, l)
+		return fmt.Errorf("%w: %s", ErrNotPermitted, e)
 	}
 	return ctx.Err()
 }

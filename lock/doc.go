@@ -35,7 +35,9 @@
 // would, and also succeeds when the key already holds this very token: after a
 // dropped connection, go-redis retries a command whose reply was lost, and the
 // retry must hand the caller the lock its first attempt took, not report it
-// busy. The scripts use no command newer than Redis 5; the tests run on 7.
+// busy. The scripts work on Redis 5 and later; on Redis 7 and later the
+// acquire script reads and sets the key in one command (SET … NX GET). The
+// tests run on 7, and on miniredis, which takes the older path.
 //
 // # What a lease can't guarantee
 //

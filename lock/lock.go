@@ -57,19 +57,21 @@ func (l Lock[N]) entity() entity { return entity{kind: kindLock, ns: l.f.ns} }
 
 // TryLock takes the lock called name if it is free and returns its token, or
 // returns nil and no error if someone else holds it. It never waits for the
-// lock. It sends one command, SET key token NX GET PX ttl, so a retry by the
-// client after a dropped connection recognizes its own earlier success.
+// lock. It sends one command, a script that sets the key as SET key token NX
+// PX ttl would and also answers yes when the key already holds this token, so
+// a retry by the client after a dropped connection recognizes its own earlier
+// success.
 //
 // TryLock returns an error wrapping [ErrNotPermitted] without sending anything
 // if db may not take this lock, ctx's error if ctx is done, and the client's
 // error if Redis could not be reached.
 func (l Lock[N]) TryLock(ctx context.Context, db Db, name N) (*Token, error) {
-	if err := db.check(ctx, l); err != nil {
+	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
 	t := newToken(db.c, l.Key(name), l.f.ttl, l.f.ms)
 	sent := time.Now()
-	n, err := lockScript.run(ctx, db.c, t.key, "", t.value, l.f.ms)
+	n, err := lockScript.run(ctx, db.c, &t.key, nil, &t.value, l.f.ms)
 	if err != nil || n == 0 {
 		return nil, err
 	}

@@ -63,14 +63,14 @@ func (l RWLock[N]) Keys(name N) (writer, readers string) {
 // token, or nil and no error if a writer holds it. Other readers don't stand in
 // its way. One round trip; errors as for [Lock.TryLock].
 func (l RWLock[N]) TryRead(ctx context.Context, db Db, name N) (*ReadToken, error) {
-	if err := db.check(ctx, l); err != nil {
+	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
 	t := &ReadToken{}
 	t.w, t.r = l.Keys(name)
 	t.init(db.c, l.f.ttl, l.f.ms)
 	sent := time.Now()
-	n, err := readLock.run(ctx, db.c, t.w, t.r, t.value, l.f.ms)
+	n, err := readLock.run(ctx, db.c, &t.w, &t.r, &t.value, l.f.ms)
 	if err != nil || n == 0 {
 		return nil, err
 	}
@@ -83,13 +83,13 @@ func (l RWLock[N]) TryRead(ctx context.Context, db Db, name N) (*ReadToken, erro
 // error otherwise. The token is the same type as a [Lock]'s and is released
 // and extended the same way. One round trip; errors as for [Lock.TryLock].
 func (l RWLock[N]) TryWrite(ctx context.Context, db Db, name N) (*Token, error) {
-	if err := db.check(ctx, l); err != nil {
+	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
 	w, r := l.Keys(name)
 	t := newToken(db.c, w, l.f.ttl, l.f.ms)
 	sent := time.Now()
-	n, err := writeLock.run(ctx, db.c, w, r, t.value, l.f.ms)
+	n, err := writeLock.run(ctx, db.c, &t.key, &r, &t.value, l.f.ms)
 	if err != nil || n == 0 {
 		return nil, err
 	}
@@ -142,6 +142,11 @@ func (t *ReadToken) Extend(ctx context.Context) (bool, error) {
 	return t.do(ctx, readExtend, t.ms)
 }
 
+// do runs s on the readers' set alone. A reader's release and extension touch
+// nothing else, and declaring the writer's key too would make them fail while
+// a Redis Cluster migrates the name's slot: Redis refuses (TRYAGAIN) a
+// command whose keys are not all present on the node, and the writer's key
+// usually does not exist while readers hold the name.
 func (t *ReadToken) do(ctx context.Context, s script, ms any) (bool, error) {
-	return t.lease.do(ctx, s, t.w, t.r, ms)
+	return t.lease.do(ctx, s, &t.r, nil, ms)
 }

@@ -150,3 +150,33 @@ func TestRWLockEndedReader(t *testing.T) {
 		t.Errorf("readers set has %d members after TryWrite, want 0", n)
 	}
 }
+
+// TestRWLockReaderLastsItsDeadline checks that a writer never gets a name
+// before a reader's lease is over by the reader's own account (its
+// Deadline): the scripts used to drop a reader in the very millisecond its
+// score named, up to 1 ms early, which a writer polling at the end of a
+// reader's lease hit about every other time.
+func TestRWLockReaderLastsItsDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(srv.Client(t))
+	ctx := t.Context()
+	brief := lock.NewRW[int]("brief", 20*time.Millisecond)
+	for i := range 50 {
+		r, err := brief.TryRead(ctx, db, i)
+		if r == nil || err != nil {
+			t.Fatalf("TryRead(%d) = %v, %v", i, r, err)
+		}
+		for {
+			w, err := brief.TryWrite(ctx, db, i)
+			if err != nil {
+				t.Fatalf("TryWrite(%d) = %v", i, err)
+			}
+			if w != nil {
+				if early := time.Until(r.Deadline()); early > 0 {
+					t.Fatalf("TryWrite(%d) got the name %v before the reader's Deadline", i, early)
+				}
+				break
+			}
+		}
+	}
+}

@@ -124,13 +124,13 @@ func (t *Token) Extend(ctx context.Context) (bool, error) {
 }
 
 func (t *Token) do(ctx context.Context, s script, ms any) (bool, error) {
-	return t.lease.do(ctx, s, t.key, "", ms)
+	return t.lease.do(ctx, s, &t.key, nil, ms)
 }
 
-// do runs s on the lease's keys (key2 may be ""), with the lease's TTL in ms
+// do runs s on the lease's keys (key2 may be nil), with the lease's TTL in ms
 // when it extends (ms != nil), and records what the answer says about the
-// lease.
-func (l *lease) do(ctx context.Context, s script, key1, key2 string, ms any) (bool, error) {
+// lease. The keys point into the token, which never changes them.
+func (l *lease) do(ctx context.Context, s script, key1, key2 *string, ms any) (bool, error) {
 	if l.c == nil {
 		return false, ErrNoClient
 	}
@@ -138,7 +138,7 @@ func (l *lease) do(ctx context.Context, s script, key1, key2 string, ms any) (bo
 		return false, err
 	}
 	sent := time.Now()
-	n, err := s.run(ctx, l.c, key1, key2, l.value, ms)
+	n, err := s.run(ctx, l.c, key1, key2, &l.value, ms)
 	switch {
 	case err != nil:
 		return false, err

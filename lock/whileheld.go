@@ -33,7 +33,13 @@ type Lease interface {
 // return and returns [ErrLeaseLost], joined with work's error if it had one.
 //
 // Work must return soon after its context is cancelled; that context is the
-// only signal that the lease is gone. Cancelling ctx cancels work too. No
+// only signal that the lease is gone. Its Err method reports the loss as soon
+// as the deadline has passed, even before Done is closed: a process that was
+// stopped past its deadline (SIGSTOP, a frozen VM, a long pause) resumes with
+// all its timers due at once, and work may run before the heartbeat that
+// cancels it. So work checks ctx.Err(), on the context it was given (a
+// context derived from it learns of the loss only through Done), right before
+// each write the lease protects. Cancelling ctx cancels work too. No
 // goroutine started by WhileHeld outlives the call. WhileHeld doesn't release
 // the lease; the caller still owns the token.
 //
@@ -44,8 +50,9 @@ func WhileHeld[T any](ctx context.Context, lease Lease, work func(context.Contex
 	if lease == nil || work == nil {
 		return zero, errors.New("lock: WhileHeld needs a lease and work")
 	}
-	workCtx, cancel := context.WithCancelCause(ctx)
+	inner, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	workCtx := &leaseContext{Context: inner, lease: lease, cancel: cancel}
 
 	type result struct {
 		v   T
@@ -76,6 +83,29 @@ func WhileHeld[T any](ctx context.Context, lease Lease, work func(context.Contex
 			ended = nil
 		}
 	}
+}
+
+// leaseContext is work's context: a cancelable context whose Err also looks
+// at the lease's deadline, and cancels the context with ErrLeaseLost once it
+// has passed. The heartbeat cancels it too, but only once it runs: after a
+// process stop, work woken by its own timer or by the network may run first.
+// Done, Value and Cause are the inner context's, so contexts derived from it
+// are cancelled with it.
+type leaseContext struct {
+	context.Context
+	lease  Lease
+	cancel context.CancelCauseFunc
+}
+
+func (c *leaseContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.lease.Deadline()) {
+		c.cancel(ErrLeaseLost)
+		return c.Context.Err()
+	}
+	return nil
 }
 
 // heartbeat extends a lease every third of its TTL in a goroutine of its own,

@@ -201,3 +201,30 @@ func TestWhileHeldBadInput(t *testing.T) {
 		t.Errorf("WhileHeld(nil *Token) = %v, want ErrLeaseLost", err)
 	}
 }
+
+// TestWhileHeldErrAtDeadline: once the lease's deadline has passed, the
+// work's ctx.Err reports the loss at once, before the heartbeat has run. A
+// process stopped past its deadline resumes with every timer due, and its
+// work may run first; here the deadline moves into the past behind the
+// heartbeat's back instead, which is what the work sees in both cases.
+func TestWhileHeldErrAtDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fl := newFakeLease(3*time.Second, func(int) (bool, error) { return true, nil })
+		_, err := lock.WhileHeld(t.Context(), fl, func(ctx context.Context) (int, error) {
+			time.Sleep(time.Second)
+			fl.mu.Lock()
+			fl.deadline = time.Now()
+			fl.mu.Unlock()
+			if err := ctx.Err(); err == nil {
+				t.Error("ctx.Err() = nil once the lease's deadline passed, want an error")
+			}
+			if c := context.Cause(ctx); c != lock.ErrLeaseLost {
+				t.Errorf("context.Cause(ctx) = %v, want ErrLeaseLost", c)
+			}
+			return 0, nil
+		})
+		if !errors.Is(err, lock.ErrLeaseLost) {
+			t.Errorf("WhileHeld = %v, want ErrLeaseLost", err)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -296,13 +297,16 @@ func (c *Cluster) ownerSeenBy(ctx context.Context, i, slot int) (int, error) {
 }
 
 // MigrateSlot moves slot and its keys from the node that owns it to node to, the way Redis
-// documents resharding, so it works while clients keep using the slot: CLUSTER SETSLOT
-// IMPORTING on the target, then MIGRATING on the source (from then on the source answers
-// ASK for keys it no longer holds), then the keys move in batches of CLUSTER GETKEYSINSLOT
-// and MIGRATE ... KEYS, and finally CLUSTER SETSLOT NODE on the target, the source and every
-// other running, unpaused node (a paused node learns it by gossip). It returns once the live
-// nodes agree that to owns the slot, and does nothing if it does already. MigrateSlot fails
-// the test on a bad slot or index, or when a step fails or takes over a minute in all.
+// documents resharding, so it works while clients keep using the slot. It first waits until
+// the running, unpaused nodes agree on every node's config epoch and no two share one (the
+// target takes a new epoch when it takes the slot, which must not tie with another's). Then
+// CLUSTER SETSLOT IMPORTING on the target, then MIGRATING on the source (from then on the
+// source answers ASK for keys it no longer holds), then the keys move in batches of CLUSTER
+// GETKEYSINSLOT and MIGRATE ... KEYS, and finally CLUSTER SETSLOT NODE on the target, the
+// source and every other running, unpaused node (a paused node learns it by gossip). It
+// returns once the live nodes agree that to owns the slot, and does nothing if it does
+// already. MigrateSlot fails the test on a bad slot or index, or when a step fails or takes
+// over a minute in all.
 func (c *Cluster) MigrateSlot(tb testing.TB, slot int, to int) {
 	tb.Helper()
 	checkSlot(tb, slot)
@@ -324,6 +328,14 @@ func (c *Cluster) migrate(ctx context.Context, slot, to int) error {
 	}
 	if from == to {
 		return nil
+	}
+	// The target raises its config epoch when it takes the slot, to just above the highest
+	// it knows of. Unless every node already knows every other's epoch, that may equal
+	// another node's, and Redis breaks such a tie by bumping one of the two, which can make
+	// the source's old claim on the slot win over the target's: the target then believes
+	// the source owns the slot while the source believes the target does, for good.
+	if err := c.poll(ctx, c.epochsSettled); err != nil {
+		return fmt.Errorf("config epochs did not settle: %w", err)
 	}
 	src, dst := c.nodes[from].adminClient(), c.nodes[to].adminClient()
 	// Importing first: once the source sends ASK, the target must already accept it.
@@ -371,6 +383,40 @@ func (c *Cluster) migrate(ctx context.Context, slot, to int) error {
 		}
 		return err
 	})
+}
+
+// epochsSettled checks that the running, unpaused nodes agree on every node's config epoch,
+// and that no two nodes have the same one.
+func (c *Cluster) epochsSettled(ctx context.Context) error {
+	var want map[string]string
+	for i, s := range c.nodes {
+		if !s.live() {
+			continue
+		}
+		out, err := s.adminClient().ClusterNodes(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("node %d: CLUSTER NODES: %w", i, err)
+		}
+		epochs := map[string]string{} // node id to config epoch
+		owners := map[string]string{} // config epoch to node id
+		for line := range strings.Lines(out) {
+			f := strings.Fields(line)
+			if len(f) < 8 {
+				continue
+			}
+			id, epoch := f[0], f[6]
+			if other, ok := owners[epoch]; ok {
+				return fmt.Errorf("node %d: nodes %s and %s share config epoch %s", i, other, id, epoch)
+			}
+			epochs[id], owners[epoch] = epoch, id
+		}
+		if want == nil {
+			want = epochs
+		} else if !maps.Equal(epochs, want) {
+			return fmt.Errorf("node %d sees config epochs %v, another node sees %v", i, epochs, want)
+		}
+	}
+	return nil
 }
 
 // checkSlot fails the test unless slot is a valid hash slot.

@@ -300,6 +300,26 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	// Moves in quick succession to different targets: each target raises its config epoch,
+	// and a target that did not know its predecessor's new epoch yet used to take the same
+	// one, after which Redis could hand the slot back to its source on the target's side
+	// only. The rotation found that within seconds; it is probabilistic, not a proof.
+	t.Run("back-to-back migrations", func(t *testing.T) {
+		slots := []int{Slot("{a}"), Slot("{b}"), Slot("{c}")}
+		moves := 0
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+			for _, slot := range slots {
+				to := (c.SlotOwner(t, slot) + 1) % 3
+				c.MigrateSlot(t, slot, to)
+				if got := c.SlotOwner(t, slot); got != to {
+					t.Fatalf("SlotOwner(%d) after move %d = %d, want %d", slot, moves, got, to)
+				}
+				moves++
+			}
+		}
+		t.Logf("%d moves", moves)
+	})
+
 	t.Run("node restart", func(t *testing.T) {
 		node := c.Nodes()[2]
 		key := keyOwnedBy(t, c, 2)
