@@ -30,6 +30,10 @@ const (
 	migrateKeyTimeoutMs = 5000
 	// pollInterval is how often the rig re-reads the cluster's state while waiting for it.
 	pollInterval = 20 * time.Millisecond
+	// staleGrace is how long after a slot moved a message sent before the move may still
+	// arrive: MigrateSlot waits for a newer one from the slot's new owner before moving the
+	// slot again.
+	staleGrace = 200 * time.Millisecond
 )
 
 // Cluster is a Redis Cluster of masters without replicas, started by StartCluster. Each node
@@ -39,6 +43,9 @@ const (
 type Cluster struct {
 	nodes []*Server
 	ids   []string // node ids, by node index
+
+	mu    sync.Mutex
+	moved map[int]time.Time // when MigrateSlot last moved each slot
 }
 
 // StartCluster starts a Redis Cluster of the given number of masters, splits the 16384 slots
@@ -53,7 +60,7 @@ func StartCluster(tb testing.TB, masters int) *Cluster {
 		tb.Fatalf("redistest: StartCluster(%d): want between 1 and %d masters", masters, SlotCount)
 	}
 	bin := serverBinary(tb)
-	c := &Cluster{nodes: make([]*Server, masters), ids: make([]string, masters)}
+	c := &Cluster{nodes: make([]*Server, masters), ids: make([]string, masters), moved: map[int]time.Time{}}
 	for i := range c.nodes {
 		c.nodes[i] = newServer(tb, bin, true, nil)
 	}
@@ -299,7 +306,9 @@ func (c *Cluster) ownerSeenBy(ctx context.Context, i, slot int) (int, error) {
 // MigrateSlot moves slot and its keys from the node that owns it to node to, the way Redis
 // documents resharding, so it works while clients keep using the slot. It first waits until
 // the running, unpaused nodes agree on every node's config epoch and no two share one (the
-// target takes a new epoch when it takes the slot, which must not tie with another's). Then
+// target takes a new epoch when it takes the slot, which must not tie with another's), and,
+// for a slot it moved before, until each of them has heard from the slot's owner since (a
+// second or two after that move: Redis 7.0 can otherwise lose the slot to a stale claim). Then
 // CLUSTER SETSLOT IMPORTING on the target, then MIGRATING on the source (from then on the
 // source answers ASK for keys it no longer holds), then the keys move in batches of CLUSTER
 // GETKEYSINSLOT and MIGRATE ... KEYS, and finally CLUSTER SETSLOT NODE on the target, the
@@ -336,6 +345,20 @@ func (c *Cluster) migrate(ctx context.Context, slot, to int) error {
 	// the source owns the slot while the source believes the target does, for good.
 	if err := c.poll(ctx, c.epochsSettled); err != nil {
 		return fmt.Errorf("config epochs did not settle: %w", err)
+	}
+	// A slot moved a moment ago must first be heard of from its new owner by every node.
+	// Redis 7.0 marks a slot whose owner (as a node sees it) stops claiming it, which a
+	// node sees when a message from before the move arrives late, and clears the mark only
+	// when it hears the owner claim the slot again; a node that takes the slot while marked
+	// then gives it to the next stale claim that arrives, whatever its epoch, and drops its
+	// keys (redis/redis#12344, fixed by #12564 in later releases).
+	c.mu.Lock()
+	movedAt, wasMoved := c.moved[slot]
+	c.mu.Unlock()
+	if wasMoved {
+		if err := c.poll(ctx, func(ctx context.Context) error { return c.heardSince(ctx, from, movedAt.Add(staleGrace)) }); err != nil {
+			return fmt.Errorf("the nodes did not hear from node %d after it took slot %d: %w", from, slot, err)
+		}
 	}
 	src, dst := c.nodes[from].adminClient(), c.nodes[to].adminClient()
 	// Importing first: once the source sends ASK, the target must already accept it.
@@ -376,13 +399,49 @@ func (c *Cluster) migrate(ctx context.Context, slot, to int) error {
 			return fmt.Errorf("node %d: SETSLOT NODE: %w", i, err)
 		}
 	}
-	return c.poll(ctx, func(ctx context.Context) error {
+	err = c.poll(ctx, func(ctx context.Context) error {
 		owner, err := c.owner(ctx, slot)
 		if err == nil && owner != to {
 			err = fmt.Errorf("node %d still owns slot %d", owner, slot)
 		}
 		return err
 	})
+	if err == nil {
+		c.mu.Lock()
+		c.moved[slot] = time.Now()
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// heardSince checks that every running, unpaused node other than node i has received a PONG
+// from node i since t, by the pong-recv field of its CLUSTER NODES.
+func (c *Cluster) heardSince(ctx context.Context, i int, t time.Time) error {
+	for j, s := range c.nodes {
+		if j == i || !s.live() {
+			continue
+		}
+		out, err := s.adminClient().ClusterNodes(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("node %d: CLUSTER NODES: %w", j, err)
+		}
+		heard := false
+		for line := range strings.Lines(out) {
+			f := strings.Fields(line)
+			if len(f) < 8 || f[0] != c.ids[i] {
+				continue
+			}
+			ms, err := strconv.ParseInt(f[5], 10, 64)
+			if err != nil {
+				return fmt.Errorf("node %d: CLUSTER NODES: pong-recv %q: %w", j, f[5], err)
+			}
+			heard = ms >= t.UnixMilli()
+		}
+		if !heard {
+			return fmt.Errorf("node %d has not heard from node %d since %v", j, i, t.Format(time.StampMilli))
+		}
+	}
+	return nil
 }
 
 // epochsSettled checks that the running, unpaused nodes agree on every node's config epoch,

@@ -1,0 +1,165 @@
+package fault_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku"
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/fault"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+func init() { roles["cron-replica"] = cronReplicaRole }
+
+// cronArgs are the arguments of the cron-replica role.
+type cronArgs struct {
+	Conn   conn
+	Offset time.Duration // how far this replica's clock is ahead (or behind) of the true time
+	Work   time.Duration // how long a run takes
+}
+
+// slotJob is a per-second Cron job with the built-in lease: it tells the
+// test process which slot each run is for, when it starts and when it ends.
+type slotJob struct {
+	db   lock.Db
+	link *fault.Link
+	work time.Duration
+}
+
+func (j *slotJob) Name() string                { return "per-second" }
+func (j *slotJob) Interval() interval.Interval { return interval.MustCron("* * * * * *") }
+func (j *slotJob) Lease() cron.Lease           { return cron.Lease{Db: j.db} }
+
+func (j *slotJob) Process(ctx context.Context, t cron.Tick) error {
+	// The startup run counts as the latest slot before it, as its lease does.
+	slot := t.Scheduled.Truncate(time.Second).Unix()
+	if err := j.link.Note("run", slot, ""); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(j.work):
+	case <-ctx.Done():
+	}
+	return j.link.Note("done", slot, "")
+}
+
+// cronReplicaRole is one replica of a service: its own client and builder,
+// its clock offset, the job, and a graceful shutdown when told to stop.
+func cronReplicaRole(ctx context.Context, env *fault.Env) error {
+	var a cronArgs
+	if err := env.Args(&a); err != nil {
+		return err
+	}
+	rdb := a.Conn.client()
+	defer rdb.Close()
+	b := wakuwaku.NewServiceBuilder(lock.NewDb(rdb)).
+		WithCronOptions(cron.WithClock(func() time.Time { return time.Now().Add(a.Offset) }))
+	wakuwaku.CronJob(b, func(db lock.Db) *slotJob { return &slotJob{db: db, link: env.Link, work: a.Work} })
+	_, crons, err := b.Start()
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return crons.Shutdown(shutdown)
+}
+
+// TestCronReplicas runs a per-second job with the built-in lease in three
+// replica processes whose clocks are offset, kills one with SIGKILL in the
+// middle of one of its runs, and checks that every slot ran exactly once,
+// and that the others went on running the slots after the kill.
+func TestCronReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	coord := fault.NewCoordinator(t)
+	offsets := []time.Duration{0, 350 * time.Millisecond, -600 * time.Millisecond}
+	var children []*fault.Child
+	for i, off := range offsets {
+		children = append(children, fault.Spawn(t, coord, i+1, "cron-replica",
+			cronArgs{Conn: conn{Addr: srv.Addr()}, Offset: off, Work: 300 * time.Millisecond}))
+	}
+	spell := fault.Pick(4*time.Second, 30*time.Second)
+	start := time.Now()
+	time.Sleep(spell / 2)
+
+	// Kill the replica that starts the next run, while the run is going.
+	killed := make(chan int, 1)
+	coord.OnNote("run", func(n fault.Note) {
+		select {
+		case killed <- n.Child:
+		default:
+		}
+	})
+	var victim int
+	select {
+	case victim = <-killed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no run within 10 s")
+	}
+	coord.OnNote("run", nil)
+	children[victim-1].Kill(t)
+	killedAt := time.Now()
+	killedSlot := slices.MaxFunc(notesOf(coord, "run", victim), func(a, b fault.Note) int { return int(a.Value - b.Value) }).Value
+
+	time.Sleep(spell / 2)
+	for i, c := range children {
+		if i+1 != victim {
+			c.Stop(t)
+		}
+	}
+
+	runs := coord.Notes("run")
+	bySlot := map[int64][]int{}
+	for _, n := range runs {
+		bySlot[n.Value] = append(bySlot[n.Value], n.Child)
+	}
+	slots := make([]int64, 0, len(bySlot))
+	for s := range bySlot {
+		slots = append(slots, s)
+	}
+	slices.Sort(slots)
+	twice, missing, afterKill := 0, 0, 0
+	for i, s := range slots {
+		if len(bySlot[s]) > 1 {
+			twice++
+			t.Errorf("slot %s ran %d times, by replicas %v", time.Unix(s, 0).Format(time.TimeOnly), len(bySlot[s]), bySlot[s])
+		}
+		if i > 0 && s != slots[i-1]+1 {
+			missing += int(s - slots[i-1] - 1)
+			t.Errorf("slots between %s and %s did not run", time.Unix(slots[i-1], 0).Format(time.TimeOnly), time.Unix(s, 0).Format(time.TimeOnly))
+		}
+		if s > killedSlot {
+			afterKill++
+		}
+	}
+	if afterKill < 2 {
+		t.Errorf("%d slots ran after replica %d was killed (in slot %s), want the others to go on",
+			afterKill, victim, time.Unix(killedSlot, 0).Format(time.TimeOnly))
+	}
+	var who []string
+	for _, s := range slots {
+		who = append(who, fmt.Sprint(bySlot[s]))
+	}
+	fault.Publish(t, fault.Figures{
+		Scenario: "cron replicas",
+		Seconds:  time.Since(start).Seconds(),
+		Ops:      len(runs),
+		Faults:   fmt.Sprintf("clock offsets %v; SIGKILL of replica %d mid-run, %.1fs in", offsets, victim, killedAt.Sub(start).Seconds()),
+		Overlaps: twice,
+		Notes: []string{
+			fmt.Sprintf("%d slots, %d run twice, %d missed, %d after the kill", len(slots), twice, missing, afterKill),
+			"replica per slot: " + fmt.Sprint(who),
+		},
+	})
+}
+
+// notesOf returns the notes called what that child sent.
+func notesOf(coord *fault.Coordinator, what string, child int) []fault.Note {
+	return slices.DeleteFunc(coord.Notes(what), func(n fault.Note) bool { return n.Child != child })
+}

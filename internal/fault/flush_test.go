@@ -1,0 +1,100 @@
+package fault_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/wakuwaku-go/wakuwaku/internal/fault"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// commandCalls returns how many times the server ran cmd, from INFO
+// commandstats.
+func commandCalls(t *testing.T, c *redis.Client, cmd string) int64 {
+	t.Helper()
+	info, err := c.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("INFO commandstats: %v", err)
+	}
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			t.Fatalf("INFO commandstats: %q: %v", line, err)
+		}
+		return v
+	}
+	return 0
+}
+
+// TestScriptFlush empties the server's script cache with SCRIPT FLUSH every
+// couple of milliseconds while 16 goroutines here and 16 in a child contend.
+// Every script that the flush drops comes back through the EVAL fallback.
+// Pass: no error reaches a caller, no overlap, porcupine Ok.
+func TestScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	coord := fault.NewCoordinator(t)
+	ld := load{
+		Namespace:  "flush",
+		TTL:        250 * time.Millisecond,
+		Names:      []string{"a", "b", "c", "d"},
+		Backoff:    10 * time.Millisecond,
+		MaxSteps:   3,
+		LapseShare: 0.02,
+		DropShare:  0.1,
+	}
+	spell := fault.Pick(5*time.Second, 60*time.Second)
+	child := startChildren(t, coord, func(int) contendArgs { return contendArgs{Conn: conn{Addr: srv.Addr()}, Load: ld, Goroutines: 16} }, 1)[0]
+	ctx, stop := context.WithTimeout(t.Context(), spell)
+	defer stop()
+	rec := fault.NewRecorder(0)
+	local := runLocal(ctx, lock.NewDb(srv.Client(t)), rec, coord.Resource, ld, 1, 16)
+	flushes := 0
+	for ctx.Err() == nil {
+		if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
+			t.Fatalf("SCRIPT FLUSH: %v", err)
+		}
+		flushes++
+		time.Sleep(2 * time.Millisecond)
+	}
+	local.Wait()
+	child.Stop(t)
+	coord.History.Add(rec.Take()...)
+
+	h := coord.History
+	ta := h.Tally()
+	for i, o := range h.Errors() {
+		if i == 10 {
+			break
+		}
+		t.Errorf("error reached a caller: %v", o)
+	}
+	n := overlaps(t, h, ld.TTL)
+	evals, evalshas := commandCalls(t, admin, "eval"), commandCalls(t, admin, "evalsha")
+	res := coord.Resource.Figures()
+	fault.Publish(t, fault.Figures{
+		Scenario:       "SCRIPT FLUSH under load",
+		Seconds:        spell.Seconds(),
+		Ops:            ta.Ops,
+		Acquired:       ta.Acquired,
+		Errors:         ta.Errors,
+		Faults:         fmt.Sprintf("%d SCRIPT FLUSH", flushes),
+		Overlaps:       n,
+		WritesAccepted: res.Accepted,
+		StaleAccepted:  res.StaleAccepted,
+		StaleRefused:   res.StaleRefused,
+		Porcupine:      verdict(t, h, ld.TTL, false),
+		Notes:          []string{fmt.Sprintf("server ran %d EVALSHA and %d EVAL (the fallback after NOSCRIPT)", evalshas, evals), stale(t, res)},
+	})
+}
