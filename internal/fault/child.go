@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"io"
 	"os"
 	"os/exec"
@@ -124,7 +125,7 @@ func Spawn(tb testing.TB, coord *Coordinator, n int, role string, args any) *Chi
 	)
 	c := &Child{n: n, role: role, cmd: cmd, out: &tailBuffer{limit: outputLimit}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = c.out, c.out
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = redistest.ChildProcAttr()
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
 		tb.Fatalf("fault: %v", err)
 	}
@@ -165,7 +166,7 @@ func (c *Child) signal(tb testing.TB, sig syscall.Signal, stop bool) {
 	c.paused = stop
 	deadline := time.Now().Add(signalTimeout)
 	for {
-		stopped, err := procStopped(c.Pid())
+		stopped, err := redistest.ProcessStopped(c.Pid())
 		if err != nil || stopped == stop {
 			return
 		}

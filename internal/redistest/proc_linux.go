@@ -7,16 +7,16 @@ import (
 	"syscall"
 )
 
-// sysProcAttr makes the kernel kill the server when the thread that started it dies, so a
-// test binary that crashes or is killed does not leave servers running. (Go does not retire
+// ChildProcAttr makes the kernel kill a child process (a server, a test's own child) when the
+// thread that started it dies, so a test binary that crashes or is killed leaves nothing running. (Go does not retire
 // its threads unless a goroutine exits while locked to one, which this package never does.)
-func sysProcAttr() *syscall.SysProcAttr {
+func ChildProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// procStopped reports whether the process is in the stopped state ('T' in /proc/<pid>/stat),
+// ProcessStopped reports whether the process is in the stopped state ('T' in /proc/<pid>/stat),
 // so Pause and Resume can return only once the signal has taken effect.
-func procStopped(pid int) (bool, error) {
+func ProcessStopped(pid int) (bool, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false, err

@@ -187,7 +187,7 @@ func (s *Server) signal(tb testing.TB, sig os.Signal, stop bool) {
 	s.paused = stop
 	deadline := time.Now().Add(signalTimeout)
 	for {
-		stopped, err := procStopped(p.cmd.Process.Pid)
+		stopped, err := ProcessStopped(p.cmd.Process.Pid)
 		if err != nil || stopped == stop {
 			return // done, or the state can't be observed on this platform
 		}
@@ -357,7 +357,7 @@ func (s *Server) spawn() (*process, int64, error) {
 	cmd := exec.Command(s.bin, append(slices.Clone(s.args), "--port", strconv.Itoa(s.port))...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = ChildProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, 0, fmt.Errorf("redistest: start %s: %w", s.bin, err)
 	}
