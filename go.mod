@@ -7,7 +7,6 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/robfig/cron/v3 v3.0.1
-	golang.org/x/sync v0.25.0
 )
 
 require (
