@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/wakuwaku-go/wakuwaku/bench/cronresult"
 	"math"
 	"os"
 	"path/filepath"
@@ -199,26 +200,6 @@ func commandMix(path string, p int) (map[lockKey]string, error) {
 		mix[k] = fmt.Sprintf("%.2f sent: %s", float64(s.sent)/float64(s.n), strings.Join(parts, ", "))
 	}
 	return mix, nil
-}
-
-// cronResult mirrors cronbench's output.
-type cronResult struct {
-	Lib             string  `json:"lib"`
-	Jobs            int     `json:"jobs"`
-	For             float64 `json:"for_s"`
-	UserS           float64 `json:"user_s"`
-	SysS            float64 `json:"sys_s"`
-	HeapInusePerJob float64 `json:"heap_inuse_per_job"`
-	HeapAllocPerJob float64 `json:"heap_alloc_per_job"`
-	StackPerJob     float64 `json:"stack_per_job"`
-	Goroutines      int     `json:"goroutines"`
-	Runs            int64   `json:"runs"`
-	Startup         int64   `json:"startup"`
-	LateP50         float64 `json:"late_p50_us"`
-	LateP99         float64 `json:"late_p99_us"`
-	LateMax         float64 `json:"late_max_us"`
-	Dropped         int64   `json:"dropped"`
-	StopS           float64 `json:"stop_s"`
 }
 
 var libNames = map[string]string{
@@ -442,10 +423,10 @@ func spread(xs []float64, format string, scale float64) string {
 	return fmt.Sprintf("%s ("+format+"–"+format+")", med, slices.Min(xs)*scale, slices.Max(xs)*scale)
 }
 
-func decodeCron(runs map[string]cronRun) (map[string]cronResult, error) {
-	out := make(map[string]cronResult)
+func decodeCron(runs map[string]cronRun) (map[string]cronresult.Result, error) {
+	out := make(map[string]cronresult.Result)
 	for lib, r := range runs {
-		var res cronResult
+		var res cronresult.Result
 		if err := json.Unmarshal(r.Result, &res); err != nil {
 			return nil, fmt.Errorf("cron result of %s: %w", lib, err)
 		}

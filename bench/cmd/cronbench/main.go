@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/wakuwaku-go/wakuwaku/bench/cronresult"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -35,40 +36,6 @@ import (
 
 // spec is every job's schedule, in all three schedulers.
 const spec = "* * * * * *"
-
-// Result is what one run of cronbench prints.
-type Result struct {
-	Lib  string  `json:"lib"`
-	Jobs int     `json:"jobs"`
-	For  float64 `json:"for_s"`
-
-	// CPU is the user and system time the process used from just before
-	// the jobs were made until the end of the run, in seconds.
-	UserS float64 `json:"user_s"`
-	SysS  float64 `json:"sys_s"`
-
-	// The heap in use (after a GC, between two ticks, the scheduler still
-	// running) beyond what it was before the jobs were made, per job; the
-	// same for live heap objects, and goroutine stacks.
-	HeapInusePerJob float64 `json:"heap_inuse_per_job"`
-	HeapAllocPerJob float64 `json:"heap_alloc_per_job"`
-	StackPerJob     float64 `json:"stack_per_job"`
-	Goroutines      int     `json:"goroutines"`
-
-	// Runs counts every run; Startup the runs a scheduler makes at startup
-	// rather than on a slot (ours runs each job once at Start), which have
-	// no second boundary to be late for and are left out of the lateness.
-	Runs    int64 `json:"runs"`
-	Startup int64 `json:"startup"`
-	// Lateness of the slot runs: start minus the second it was due, in µs.
-	LateP50 float64 `json:"late_p50_us"`
-	LateP99 float64 `json:"late_p99_us"`
-	LateMax float64 `json:"late_max_us"`
-	// Dropped counts runs whose lateness did not fit in the recorder.
-	Dropped int64 `json:"dropped"`
-	// StopS is how long stopping the scheduler took.
-	StopS float64 `json:"stop_s"`
-}
 
 // recorder keeps every run's lateness in a slice made before the baseline
 // is measured, so that it is not counted as the scheduler's heap.
@@ -223,7 +190,7 @@ func run(lib string, n int, dur time.Duration) error {
 	recorded := min(rec.n.Load(), int64(len(rec.late)))
 	late := slices.Clone(rec.late[:recorded])
 	slices.Sort(late)
-	res := Result{
+	res := cronresult.Result{
 		Lib: lib, Jobs: n, For: dur.Seconds(),
 		UserS:           cpu1.user - cpu0.user,
 		SysS:            cpu1.sys - cpu0.sys,

@@ -1,0 +1,37 @@
+// Package cronresult is the record one cronbench run prints and benchrun
+// reads back, shared so that the two can't drift apart.
+package cronresult
+
+// Result is what one run of cronbench prints, as JSON.
+type Result struct {
+	Lib  string  `json:"lib"`
+	Jobs int     `json:"jobs"`
+	For  float64 `json:"for_s"`
+
+	// CPU is the user and system time the process used from just before
+	// the jobs were made until the end of the run, in seconds.
+	UserS float64 `json:"user_s"`
+	SysS  float64 `json:"sys_s"`
+
+	// The heap in use (after a GC, between two ticks, the scheduler still
+	// running) beyond what it was before the jobs were made, per job; the
+	// same for live heap objects, and goroutine stacks.
+	HeapInusePerJob float64 `json:"heap_inuse_per_job"`
+	HeapAllocPerJob float64 `json:"heap_alloc_per_job"`
+	StackPerJob     float64 `json:"stack_per_job"`
+	Goroutines      int     `json:"goroutines"`
+
+	// Runs counts every run; Startup the runs a scheduler makes at startup
+	// rather than on a slot (ours runs each job once at Start), which have
+	// no second boundary to be late for and are left out of the lateness.
+	Runs    int64 `json:"runs"`
+	Startup int64 `json:"startup"`
+	// Lateness of the slot runs: start minus the second it was due, in µs.
+	LateP50 float64 `json:"late_p50_us"`
+	LateP99 float64 `json:"late_p99_us"`
+	LateMax float64 `json:"late_max_us"`
+	// Dropped counts runs whose lateness did not fit in the recorder.
+	Dropped int64 `json:"dropped"`
+	// StopS is how long stopping the scheduler took.
+	StopS float64 `json:"stop_s"`
+}
