@@ -115,7 +115,7 @@ func startReplicas(t *testing.T, srv *redistest.Server, n int, stagger time.Dura
 // a lease apart, counted from the previous run's tick.
 func TestOncePerIntervalAcrossReplicas(t *testing.T) {
 	const every = 450 * time.Millisecond
-	ttl := time.Duration(float64(every) * cron.DefaultLeaseFraction)
+	ttl := every * 11 / 12 // the default lease
 	builds := map[string]func(*wakuwaku.ServiceBuilder){
 		"seed pattern": func(b *wakuwaku.ServiceBuilder) {
 			wakuwaku.CronJob(b, func(d replicaDeps) *seedReport { return &seedReport{d} })

@@ -31,18 +31,22 @@ type Job interface {
 // admission check and to the [Observer].
 type Tick struct {
 	// Scheduled is when the run was due: the runtime's start for the
-	// startup run, and the slot itself for a Cron job, so a job can key its
-	// work by it. A run that starts late still carries the time it was due
-	// (a Cron job that woke up late: the latest slot it missed).
+	// startup run, and the slot itself for a Cron job's tick, so a job can
+	// key its work by it. A run that starts late still carries the time it
+	// was due (a Cron job that woke up late: the latest slot it missed).
 	Scheduled time.Time
+	// Slot is the slot the run belongs to, as package interval defines
+	// it: for a Cron job, one that every replica names alike
+	// ([interval.Slot.Key]), and the one a leased job's lease is taken for.
+	Slot interval.Slot
 	// Started is when the runtime started the run (before the admission
 	// check, if any).
 	Started time.Time
 	// Job is the job's name.
 	Job string
-	// Run numbers the job's ticks: 1 for the startup run, then 2, 3, ...
-	// A tick that was skipped uses its number too, so the runs that
-	// happened may leave gaps.
+	// Run numbers the job's ticks: 1 for the first (the startup run,
+	// unless the job has none), then 2, 3, ... A tick that was skipped
+	// uses its number too, so the runs that happened may leave gaps.
 	Run uint64
 }
 
@@ -63,14 +67,60 @@ func JobName(j Job) string {
 	return strings.TrimLeft(reflect.TypeOf(j).String(), "*")
 }
 
-// isNil reports whether j is nil or a nil pointer, which has no job behind
-// it to run.
+// isNil reports whether j is nil or a nil value of a kind that can be nil
+// (a pointer, map, slice, func or channel), which has no job behind it to
+// run.
 func isNil(j Job) bool {
 	if j == nil {
 		return true
 	}
-	v := reflect.ValueOf(j)
-	return v.Kind() == reflect.Pointer && v.IsNil()
+	switch v := reflect.ValueOf(j); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// describe checks jobs[i] and returns its name and interval, or an error
+// naming it. A panic in its methods is a broken job, refused like one.
+func describe(i int, j Job) (name string, every interval.Interval, err error) {
+	if isNil(j) {
+		if j == nil {
+			return "", every, fmt.Errorf("%w: jobs[%d] is nil", ErrInvalidJob, i)
+		}
+		return "", every, fmt.Errorf("%w: jobs[%d] is a nil %T", ErrInvalidJob, i, j)
+	}
+	who := fmt.Sprintf("jobs[%d] (%T)", i, j)
+	if err := guard(who, "Name", func() { name = JobName(j) }); err != nil {
+		return "", every, err
+	}
+	if name == "" {
+		return "", every, fmt.Errorf("%w: %s has an empty name", ErrInvalidJob, who)
+	}
+	if err := guard(fmt.Sprintf("job %q", name), "Interval", func() { every = j.Interval() }); err != nil {
+		return "", every, err
+	}
+	if every.IsZero() {
+		return "", every, fmt.Errorf("%w: job %q has no interval (its Interval is the zero interval.Interval)", ErrInvalidJob, name)
+	}
+	return name, every, nil
+}
+
+// guard calls f, turning a panic into an error that names the job (who)
+// and the method that panicked.
+func guard(who, method string, f func()) (err error) {
+	defer func() {
+		v := recover()
+		if cause, ok := v.(error); ok {
+			// errors.As sees through to it: a *interval.SpecError from
+			// MustCron on a spec read from configuration.
+			err = fmt.Errorf("%w: %s: its %s method panicked: %w", ErrInvalidJob, who, method, cause)
+		} else if v != nil {
+			err = fmt.Errorf("%w: %s: its %s method panicked: %v", ErrInvalidJob, who, method, v)
+		}
+	}()
+	f()
+	return nil
 }
 
 // PanicError is the error a run that panicked is reported with: it is the

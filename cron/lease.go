@@ -4,35 +4,47 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// Leased is implemented by a job that runs once per interval across all the
-// replicas that run it, rather than once per interval in each.
+// Leased is implemented by a job that runs once per slot across all the
+// replicas that run it, rather than once per slot in each.
 //
 // Before each run, the startup run included, the runtime takes a lease on
-// the job: a [lock.Lock] in namespace [LeaseNamespace], named after the job,
-// held for most of the interval and never released. The first replica to
-// tick takes it and runs; the others find it held and skip the tick, which
-// is logged and reported to [Observer.RunSkipped] with [ReasonLeaseHeld].
-// The lease runs out before the interval ends, so the next interval's first
-// tick, whichever replica it comes from, takes it again.
+// the run's slot (see [interval.Slot]): a [lock.Lock] in namespace
+// [LeaseNamespace], never released. The first replica to tick takes it and
+// runs; the others find it held and skip the tick, which is logged and
+// reported to [Observer.RunSkipped] with [ReasonLeaseHeld].
 //
-// A lease key for an [interval.AtLeast], [interval.AfterFinish] or
-// [interval.AfterStart] job is the job's own:
+// The slots of an [interval.AtLeast], [interval.AfterFinish] or
+// [interval.AfterStart] job are each replica's own, so the lease is the
+// job's, the seed's pattern; it lasts 11/12 of the interval unless
+// [Lease.TTL] says otherwise, and runs out before the interval ends, so the
+// next interval's first tick, whichever replica it comes from, takes it
+// again:
 //
 //	@@wakuwaku-entity:Lock:cron:<name>
 //
-// For an [interval.Cron] job the key also names the slot, so that replicas
-// whose ticks are offset can never run one slot twice:
+// An [interval.Cron] job's slots are the same on every replica, so its key
+// names the slot ([interval.Slot.Key]), and replicas whose ticks are offset,
+// or a replica restarted within a slot, can never run one slot twice:
 //
 //	@@wakuwaku-entity:Lock:cron:<name>@2026-12-02T14:00:00Z
+//	@@wakuwaku-entity:Lock:cron:<name>@2026-11-01T01:30:00[America/New_York]
 //
-// The startup run of a Cron job counts as a run of the latest slot at or
-// before the start.
+// A lease ends where its slot says ([interval.Slot.LeaseEnd]), however late
+// it is taken, so a slow Redis never makes a lease last into the replica's
+// own next slot. A tick handled after its slot's lease would have ended is
+// skipped with [ReasonTooLate]: the other replicas' leases for that slot
+// would have ended too, so running it could run it twice. And when a
+// replica finds the lease of a duration policy held by its own previous
+// run (Redis answered its last acquire so late that the lease outlived the
+// interval), it renews that lease and runs: no other replica can have run
+// meanwhile.
 //
 // If the lease can't be taken because Redis failed, the run is skipped with
 // [ReasonAdmissionFailed] and the error is logged: a run is never risked
@@ -55,41 +67,48 @@ type Lease struct {
 	// Name is the lease's name in [LeaseNamespace]; the default is the
 	// job's name. Replicas of one job must agree on it.
 	Name string
-	// TTL is how long a lease lasts. The default is [DefaultLeaseFraction]
-	// of the interval: for AtLeast(time.Hour), 55 minutes. It must be
-	// shorter than the interval, or a replica could find its own lease of
-	// the previous interval still held and the interval would be skipped;
-	// Start refuses a longer one.
-	//
-	// A Cron job's every slot has a key of its own, so its lease may
-	// outlast the interval; it must outlast the spread of the replicas'
-	// ticks for one slot (clock offsets, late wake-ups), or a replica whose
-	// tick comes after the lease ran out runs the slot again. The default is
-	// twice the time from the slot to the next.
+	// TTL is how long a lease lasts from the start of its slot. The
+	// default is 11/12 of the interval for a duration policy (55 minutes
+	// of an hour), and twice the slot's length for a Cron job. For a
+	// duration policy it must be shorter than the interval, or a replica
+	// could find its own lease of the previous interval still held and the
+	// interval would be skipped; Start refuses a longer one. A Cron job's
+	// every slot has a key of its own, so its lease may outlast the slot;
+	// it must outlast the spread of the replicas' ticks for one slot (clock
+	// offsets, late wake-ups), or their ticks are skipped with
+	// [ReasonTooLate].
 	TTL time.Duration
 }
 
 // LeaseNamespace is the lock namespace of the leases of [Leased] jobs.
 const LeaseNamespace = "cron"
 
-// DefaultLeaseFraction is the part of its interval that the lease of a
-// [Leased] job with a duration policy lasts unless [Lease.TTL] says
-// otherwise: 11/12, which is 55 minutes of an hour. The rest is the margin by which a lease runs out before the
-// next interval's tick, however the replicas' schedules drift.
-const DefaultLeaseFraction = 11.0 / 12.0
+// The reasons a [Leased] job's tick is skipped for.
+const (
+	// ReasonLeaseHeld is why a tick was skipped when another replica held
+	// the slot's lease: the run took place there.
+	ReasonLeaseHeld = "lease held by another replica"
+	// ReasonTooLate is why a tick was skipped when it was handled after
+	// its slot's lease would have ended (see [interval.Slot.LeaseEnd]).
+	ReasonTooLate = "too late for its slot's lease"
+)
 
-// ReasonLeaseHeld is why a [Leased] job's tick was skipped when another
-// replica held the lease: the run took place there.
-const ReasonLeaseHeld = "lease held by another replica"
+// leaseOf calls the job's Lease method, turning a panic into an error that
+// names the job.
+func leaseOf(name string, j Leased) (l Lease, err error) {
+	err = guard(fmt.Sprintf("job %q", name), "Lease", func() { l = j.Lease() })
+	return l, err
+}
 
 // leaseAdmission returns the admission that takes a Leased job's lease
-// before each run, or an error naming the job if the lease can't work.
-func leaseAdmission(name string, every interval.Interval, l Lease) (Admission, error) {
+// before each run, or an error naming the job if the lease can't work. now
+// is the runtime's clock, which its ticks' slots are read on.
+func leaseAdmission(name string, every interval.Interval, l Lease, now func() time.Time) (Admission, error) {
 	if l.Name == "" {
 		l.Name = name
 	}
-	if l.TTL < 0 {
-		return nil, fmt.Errorf("%w: job %q: lease TTL %v is negative", ErrInvalidJob, name, l.TTL)
+	if err := every.CheckLease(l.TTL); err != nil {
+		return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, name, err)
 	}
 	// Ask the Db the way a run will, with a context that is already done,
 	// so nothing is sent: a Db without a client or without permission for
@@ -100,72 +119,54 @@ func leaseAdmission(name string, every interval.Interval, l Lease) (Admission, e
 	if _, err := probe.TryLock(done, l.Db, l.Name); !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, name, err)
 	}
-
-	if _, isCron := every.Spec(); isCron {
-		if l.TTL > 0 {
-			fixed := lock.New[string](LeaseNamespace, l.TTL)
-			return func(ctx context.Context, t Tick) (bool, string, error) {
-				slot, _ := slotOf(every, t.Scheduled)
-				return takeLease(ctx, l.Db, fixed, l.Name+"@"+slot.UTC().Format(time.RFC3339))
-			}, nil
-		}
-		return func(ctx context.Context, t Tick) (bool, string, error) {
-			slot, period := slotOf(every, t.Scheduled)
-			slotLock := lock.New[string](LeaseNamespace, slotLeaseFactor*period)
-			return takeLease(ctx, l.Db, slotLock, l.Name+"@"+slot.UTC().Format(time.RFC3339))
-		}, nil
-	}
-
-	period, _ := every.Period()
-	ttl := l.TTL
-	if ttl == 0 {
-		ttl = leaseTTL(period)
-	}
-	if ttl >= period {
-		return nil, fmt.Errorf("%w: job %q: lease TTL %v is not shorter than its interval %v", ErrInvalidJob, name, ttl, period)
-	}
-	fixed := lock.New[string](LeaseNamespace, ttl)
-	return func(ctx context.Context, _ Tick) (bool, string, error) {
-		return takeLease(ctx, l.Db, fixed, l.Name)
-	}, nil
+	return (&leaser{Lease: l, now: now}).admit, nil
 }
 
-// slotLeaseFactor is how many of its slot's periods the lease of a Cron
-// slot lasts by default. The key is the slot's alone, so a long lease costs
-// nothing but the key's memory, and it covers replicas whose ticks for one
-// slot are up to that far apart.
-const slotLeaseFactor = 2
-
-// leaseTTL is DefaultLeaseFraction of period, and at least a millisecond.
-func leaseTTL(period time.Duration) time.Duration {
-	return max(time.Duration(float64(period)*DefaultLeaseFraction), time.Millisecond)
+// leaser takes the leases of one job.
+type leaser struct {
+	Lease
+	now func() time.Time
+	// own is this replica's latest lease of a duration policy's slot.
+	own atomic.Pointer[lock.Token]
 }
 
-// slotOf returns the slot a run due at scheduled belongs to, the latest
-// slot at or before it, and the time from that slot to the next. A run
-// before any slot the spec has (only a spec whose slots are years apart)
-// is its own slot.
-func slotOf(every interval.Interval, scheduled time.Time) (time.Time, time.Duration) {
-	slot := scheduled
-	if s, ok := every.LatestSlot(scheduled.AddDate(-5, 0, 0), scheduled); ok {
-		slot = s
+func (l *leaser) admit(ctx context.Context, t Tick) (bool, string, error) {
+	name := l.Name
+	key, shared := t.Slot.Key()
+	if shared {
+		name += "@" + key
 	}
-	next, ok := every.NextSlot(slot)
-	if !ok {
-		return slot, time.Hour
+	ttl := t.Slot.LeaseEnd(l.TTL).Sub(l.now())
+	if ttl < time.Millisecond {
+		return false, ReasonTooLate, nil
 	}
-	return slot, next.Sub(slot)
-}
-
-func takeLease(ctx context.Context, db lock.Db, l lock.Lock[string], name string) (bool, string, error) {
-	tok, err := l.TryLock(ctx, db, name)
+	slotLock := lock.New[string](LeaseNamespace, ttl)
+	tok, err := slotLock.TryLock(ctx, l.Db, name)
 	switch {
 	case err != nil:
-		return false, "", fmt.Errorf("cron: taking the lease %q: %w", l.Key(name), err)
-	case tok == nil:
+		return false, "", fmt.Errorf("cron: taking the lease %q: %w", slotLock.Key(name), err)
+	case tok != nil:
+		if !shared {
+			l.own.Store(tok)
+		}
+		return true, "", nil // never released: the lease runs out by itself
+	case shared:
 		return false, ReasonLeaseHeld, nil
 	}
-	return true, "", nil // never released: the lease runs out by itself
+	// The job's own key is held. If by this replica's previous lease, no
+	// one else has run since it was taken: renew it and run.
+	prev := l.own.Load()
+	if prev == nil {
+		return false, ReasonLeaseHeld, nil
+	}
+	renewed, err := prev.Extend(ctx)
+	switch {
+	case err != nil:
+		return false, "", fmt.Errorf("cron: renewing the lease %q: %w", slotLock.Key(name), err)
+	case !renewed:
+		return false, ReasonLeaseHeld, nil
+	}
+	return true, "", nil
 }
 
 // chain returns an admission that asks first, then second.

@@ -11,7 +11,7 @@ import (
 // Process, then the report. Whatever happens, even a runtime.Goexit in the
 // job, finished is called, so the job keeps its schedule and Shutdown its
 // count.
-func (r *Runtime) run(ctx context.Context, e *entry, t Tick) {
+func (r *Runtime) run(ctx context.Context, e *entry, t Tick, atFinish bool) {
 	ran := false
 	var end time.Time
 	defer func() {
@@ -21,7 +21,7 @@ func (r *Runtime) run(ctx context.Context, e *entry, t Tick) {
 		case end.IsZero():
 			end = r.now() // the job called runtime.Goexit
 		}
-		r.finished(e, t.Started, end)
+		r.finished(e, t.Started, end, atFinish)
 	}()
 
 	if e.admit != nil {

@@ -68,14 +68,6 @@ type entry struct {
 	ticks  uint64       // ticks so far, skipped ones included
 }
 
-// reschedulesAtFinish reports whether the entry's next tick is known only
-// when its run finishes (AtLeast and AfterFinish), rather than when the run
-// starts (AfterStart and Cron).
-func (e *entry) reschedulesAtFinish() bool {
-	_, isCron := e.every.Spec()
-	return !isCron && !e.every.Overlaps()
-}
-
 // dispatchChunk is how many due ticks dispatch takes from the queue at a
 // time before it starts their runs. Thousands of jobs due at once are
 // started a chunk at a time, and the scheduler yields between chunks so that
@@ -88,11 +80,12 @@ const dispatchChunk = 64
 // decision is what dispatch does with one tick: start a run, or skip the
 // tick and say why.
 type decision struct {
-	e      *entry
-	tick   Tick
-	skip   string        // the reason, if the tick is skipped
-	late   time.Duration // how late the tick was, if it was late
-	noMore bool          // a Cron spec without another slot: the job is done
+	e        *entry
+	tick     Tick
+	skip     string        // the reason, if the tick is skipped
+	late     time.Duration // how late the tick was, if it was late
+	atFinish bool          // the next tick is queued when the run finishes
+	noMore   bool          // the policy has no further tick: the job is done
 }
 
 // Start checks the jobs and the options, starts every job's startup run and
@@ -101,7 +94,8 @@ type decision struct {
 //
 // Start returns an error wrapping [ErrInvalidJob] or [ErrInvalidOption],
 // before any job runs, if a job is nil, has the zero interval or an empty
-// name, if two jobs have one name, or if an option is invalid. The caller
+// name, panics in its Name, Interval or Lease method, if two jobs have one
+// name, if a lease can't work, or if an option is invalid. The caller
 // must call [Runtime.Shutdown] on the runtime it returns.
 func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	o := defaultOptions()
@@ -120,24 +114,14 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	byName := make(map[string]int, len(jobs))
 	policies := make(map[interval.Interval]*interval.Interval)
 	for i, j := range jobs {
-		if j == nil {
-			return nil, fmt.Errorf("%w: jobs[%d] is nil", ErrInvalidJob, i)
-		}
-		if isNil(j) {
-			return nil, fmt.Errorf("%w: jobs[%d] is a nil %T", ErrInvalidJob, i, j)
-		}
-		name := JobName(j)
-		if name == "" {
-			return nil, fmt.Errorf("%w: jobs[%d] (%T) has an empty name", ErrInvalidJob, i, j)
+		name, every, err := describe(i, j)
+		if err != nil {
+			return nil, err
 		}
 		if prev, dup := byName[name]; dup {
 			return nil, fmt.Errorf("%w: jobs[%d] and jobs[%d] are both named %q", ErrInvalidJob, prev, i, name)
 		}
 		byName[name] = i
-		every := j.Interval()
-		if every.IsZero() {
-			return nil, fmt.Errorf("%w: job %q has no interval (its Interval is the zero interval.Interval)", ErrInvalidJob, name)
-		}
 		shared := policies[every]
 		if shared == nil {
 			shared = new(every)
@@ -158,7 +142,11 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		if leased, ok := e.job.(Leased); ok {
 			// The lease comes after a caller's own admission, so that a
 			// run the caller refuses doesn't take the interval's lease.
-			admit, err := leaseAdmission(e.name, *e.every, leased.Lease())
+			lease, err := leaseOf(e.name, leased)
+			if err != nil {
+				return nil, err
+			}
+			admit, err := leaseAdmission(e.name, *e.every, lease, o.now)
 			if err != nil {
 				return nil, err
 			}
@@ -182,8 +170,11 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	}
 	now := r.now()
 	for i := range entries {
-		entries[i].due = now
-		r.queue.push(&entries[i])
+		e := &entries[i]
+		if first, ok := e.every.First(now); ok {
+			e.due = first
+			r.queue.push(e)
+		}
 	}
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
@@ -255,7 +246,7 @@ func (r *Runtime) startBatch(ctx context.Context) {
 		if d.skip != "" {
 			r.skipped(ctx, d.tick, d.skip, nil)
 		} else {
-			go r.run(ctx, d.e, d.tick)
+			go r.run(ctx, d.e, d.tick, d.atFinish)
 		}
 		if d.noMore {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
@@ -270,58 +261,31 @@ func (r *Runtime) startBatch(ctx context.Context) {
 // queues e's next tick if it is known already. r.mu is held.
 func (r *Runtime) tick(e *entry, now time.Time) decision {
 	e.ticks++
-	d := decision{e: e, tick: Tick{Scheduled: e.due, Started: now, Job: e.name, Run: e.ticks}}
-	startup := e.ticks == 1
-
-	period, _ := e.every.Period()
-	_, isCron := e.every.Spec()
+	p := e.every.Plan(e.due, now)
+	d := decision{e: e, atFinish: p.AtFinish, tick: Tick{
+		Scheduled: p.Scheduled, Slot: p.Slot, Started: now, Job: e.name, Run: e.ticks,
+	}}
+	if p.Late {
+		d.late = now.Sub(e.due)
+	}
 	switch {
-	case isCron:
-		// If the slot after this one has passed too, the process woke up
-		// late: run the latest slot it missed, once. (The startup run's
-		// due time is not a slot.)
-		next, ok := e.every.NextSlot(e.due)
-		if ok && !startup && !next.After(now) {
-			d.late = now.Sub(e.due)
-			d.tick.Scheduled, _ = e.every.LatestSlot(e.due, now)
-			next, ok = e.every.NextSlot(d.tick.Scheduled)
-		}
-		// The next slot comes whether or not this run is still going.
-		if ok {
-			r.requeue(e, next)
-		} else {
-			d.noMore = true
-		}
-	case e.every.Overlaps():
-		// AfterStart counts from when the tick was due, so its ticks do
-		// not drift by the timer's latency; more than a period behind, it
-		// runs once and goes on from now.
-		next := e.due.Add(period)
-		if now.Sub(e.due) > period {
-			d.late = now.Sub(e.due)
-			next = now.Add(period)
-		}
-		r.requeue(e, next)
-	default:
-		// AtLeast and AfterFinish are queued again when the run finishes,
-		// from when it started and finished, so a late tick needs nothing
-		// more than a log line.
-		if now.Sub(e.due) > period {
-			d.late = now.Sub(e.due)
-		}
+	case p.HasNext:
+		r.requeue(e, p.Next)
+	case !p.AtFinish:
+		d.noMore = true
 	}
 
-	switch {
-	case e.every.Overlaps() && int(e.active.Load()) >= r.maxOverlap:
-		d.skip = ReasonTooManyRuns
-	case !e.every.Overlaps() && e.active.Load() > 0:
-		// Only a Cron job can get here: the others are not queued while
-		// they run.
-		d.skip = ReasonStillRunning
-	default:
-		e.active.Add(1)
-		r.inflight.Add(1)
+	limit, reason := 1, ReasonStillRunning
+	if p.Overlap {
+		limit, reason = r.maxOverlap, ReasonTooManyRuns
 	}
+	if int(e.active.Load()) >= limit {
+		// A job queued only at a run's finish never gets here.
+		d.skip = reason
+		return d
+	}
+	e.active.Add(1)
+	r.inflight.Add(1)
 	return d
 }
 
@@ -333,9 +297,9 @@ func (r *Runtime) requeue(e *entry, due time.Time) {
 
 // finished records the end of a run of e that started at start and ended at
 // end (at start, for a run its admission skipped), and queues e's next tick
-// if it depends on the run's end.
-func (r *Runtime) finished(e *entry, start, end time.Time) {
-	if e.reschedulesAtFinish() {
+// if its plan said that it depends on the run's end.
+func (r *Runtime) finished(e *entry, start, end time.Time, atFinish bool) {
+	if atFinish {
 		r.requeueAfter(e, start, end)
 	} else {
 		e.active.Add(-1)
@@ -357,7 +321,10 @@ func (r *Runtime) requeueAfter(e *entry, start, end time.Time) {
 	if r.stopped.Load() {
 		return
 	}
-	next, _ := e.every.Next(start, end)
+	next, ok := e.every.Next(start, end)
+	if !ok {
+		return
+	}
 	r.requeue(e, next)
 	if e.index == 0 {
 		// The scheduler sleeps until a later tick: wake it for this one.

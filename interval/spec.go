@@ -47,24 +47,27 @@ func (e *SpecError) Unwrap() error {
 // leading seconds field, or a descriptor ("@yearly", "@monthly", "@weekly",
 // "@daily", "@hourly", "@every 1h30m"), optionally after a "CRON_TZ=Zone "
 // prefix that names the IANA time zone of the slots. A slot that comes while
-// the job's previous run is still going is skipped, not queued.
+// the job's previous run is still going is skipped, not queued. The package
+// documentation says how slots are found, across daylight-saving changes
+// too, and how "@every" differs from robfig/cron's.
 //
 // Cron returns a *[SpecError] if the spec does not parse, names an unknown
-// time zone, or matches no date (such as "0 0 30 2 *"). It never panics.
+// time zone, matches no date (such as "0 0 30 2 *"), or is an "@every" whose
+// period is under a second or over ten years. It never panics.
 func Cron(spec string) (Interval, error) {
-	sched, err := parse(spec)
+	p, err := parse(spec)
 	if err != nil {
 		return Interval{}, &SpecError{Spec: spec, Err: err}
 	}
-	i := Interval{kind: cronSpec, spec: spec, sched: sched}
-	if _, ok := i.NextSlot(reference); !ok {
+	if _, ok := p.nextSlot(reference); !ok {
 		return Interval{}, &SpecError{Spec: spec, Err: errNoSlot}
 	}
-	return i, nil
+	return Interval{p: p}, nil
 }
 
 // MustCron is like [Cron] but panics if the spec is invalid. It is meant for
-// package-level policies built from constant specs.
+// package-level policies built from constant specs; a spec read from
+// configuration goes through Cron and its error.
 func MustCron(spec string) Interval {
 	i, err := Cron(spec)
 	if err != nil {
@@ -73,18 +76,21 @@ func MustCron(spec string) Interval {
 	return i
 }
 
-// parse reads spec with robfig's parser. The parser assumes a time zone
-// prefix is followed by a space and fails hard when it is not, so parse
-// splits the prefix off itself and hands the parser a well-formed one.
-func parse(spec string) (sched schedule, err error) {
+// parse reads spec into its policy. "@every" is read here, since its slots
+// lie on a grid robfig's schedule doesn't have; the rest goes to robfig's
+// parser, which assumes a time zone prefix is followed by a space and fails
+// hard when it is not, so parse splits the prefix off itself and hands the
+// parser a well-formed one.
+func parse(spec string) (p slotPolicy, err error) {
 	defer func() {
 		// Cron promises not to panic whatever the spec; a parser bug we
 		// have not met yet is reported as an invalid spec.
 		if v := recover(); v != nil {
-			sched, err = nil, fmt.Errorf("the parser failed: %v", v)
+			p, err = nil, fmt.Errorf("the parser failed: %v", v)
 		}
 	}()
-	text := spec
+	text, body := spec, spec
+	zoned := false
 	if prefix, zone, rest, ok := cutZone(spec); ok {
 		rest = strings.TrimSpace(rest)
 		switch {
@@ -93,9 +99,30 @@ func parse(spec string) (sched schedule, err error) {
 		case rest == "":
 			return nil, fmt.Errorf("%s%s is not followed by a schedule", prefix, zone)
 		}
-		text = prefix + zone + " " + rest
+		text, body, zoned = prefix+zone+" "+rest, rest, true
 	}
-	return parser.Parse(text)
+	if period, ok := strings.CutPrefix(body, "@every"); ok {
+		return parseEvery(spec, period)
+	}
+	sched, err := parser.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	fields, ok := sched.(*robfig.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("unexpected schedule %T", sched)
+	}
+	c := &cronSpec{spec: spec}
+	if zoned {
+		c.zone = fields.Location
+	}
+	// The spec is matched against wall times, which parse hands it as UTC
+	// instants with the same fields: robfig's own arithmetic in a zone
+	// runs a repeated wall time twice and skips one that doesn't exist.
+	wall := *fields
+	wall.Location = time.UTC
+	c.wall = &wall
+	return c, nil
 }
 
 // cutZone splits a "CRON_TZ=Zone rest" or "TZ=Zone rest" spec into its
@@ -113,56 +140,4 @@ func cutZone(spec string) (prefix, zone, rest string, ok bool) {
 		return p, after[:end], after[end:], true
 	}
 	return "", "", "", false
-}
-
-// NextSlot returns the first slot of a Cron policy strictly after the given
-// time, and true. The slot is in after's location; without a CRON_TZ prefix
-// the spec is read in that location's time zone too. It returns false if the policy is not a Cron policy or if its spec
-// has no slot within five years of after (robfig/cron's search horizon).
-func (i Interval) NextSlot(after time.Time) (time.Time, bool) {
-	if i.kind != cronSpec {
-		return time.Time{}, false
-	}
-	slot := i.sched.Next(after)
-	// A slot that is not after its input would make a scheduler spin on
-	// it, so such an answer is treated as no slot at all.
-	if slot.IsZero() || !slot.After(after) {
-		return time.Time{}, false
-	}
-	return slot, true
-}
-
-// LatestSlot returns the latest slot of a Cron policy that is after after
-// and not after until, and true; false if there is none or the policy is not
-// a Cron policy. A scheduler that wakes up late runs that one slot once
-// instead of every slot it missed.
-func (i Interval) LatestSlot(after, until time.Time) (time.Time, bool) {
-	first, ok := i.NextSlot(after)
-	if !ok || first.After(until) {
-		return time.Time{}, false
-	}
-	// Look back from until over a window that doubles until it holds a
-	// slot; walking forward from there is short, unlike walking from after
-	// over every slot of a long stall.
-	span := until.Sub(after)
-	for back := time.Second; back < span; back *= 2 {
-		if slot, ok := i.NextSlot(until.Add(-back)); ok && !slot.After(until) {
-			return i.walk(slot, until), true
-		}
-		if back > span/2 {
-			break // doubling again would pass after (or overflow)
-		}
-	}
-	return i.walk(first, until), true
-}
-
-// walk returns the last slot from slot on that is not after until.
-func (i Interval) walk(slot, until time.Time) time.Time {
-	for {
-		next, ok := i.NextSlot(slot)
-		if !ok || next.After(until) {
-			return slot
-		}
-		slot = next
-	}
 }

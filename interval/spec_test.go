@@ -2,6 +2,7 @@ package interval_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,6 +20,15 @@ func TestCronInvalid(t *testing.T) {
 		"5-1 * * * *",
 		"@fortnightly",
 		"@every soon",
+		"@every",
+		"@every1h",
+		"@every 0s",
+		"@every -1h",
+		"@every 500ms",
+		"@every 999ms",
+		"@every 1300000h",
+		"@every 87601h",
+		"CRON_TZ=UTC @every 0s",
 		"CRON_TZ=Mars/Olympus_Mons 0 9 * * *",
 		"CRON_TZ=UTC",
 		"CRON_TZ=UTC   ",
@@ -69,7 +79,10 @@ func TestNextSlot(t *testing.T) {
 		{"seconds field", "*/15 * * * * *", t0.Add(time.Second), t0.Add(15 * time.Second)},
 		{"strictly after", "0 * * * *", t0, t0.Add(time.Hour)},
 		{"hourly", "@hourly", t0.Add(time.Nanosecond), t0.Add(time.Hour)},
-		{"every", "@every 90s", t0, t0.Add(90 * time.Second)},
+		{"every is on a grid from the epoch", "@every 90s", t0, t0.Add(90 * time.Second)},
+		{"every between grid points", "@every 90s", t0.Add(time.Second), t0.Add(90 * time.Second)},
+		{"every with a fraction", "@every 1.5s", t0.Add(time.Second), t0.Add(1500 * time.Millisecond)},
+		{"every 7m", "@every 7m", t0, onGrid(t0, 7*time.Minute)},
 		{"CRON_TZ", "CRON_TZ=Asia/Tokyo 0 9 * * *", t0, time.Date(2026, time.March, 2, 9, 0, 0, 0, tokyo)},
 		{"TZ", "TZ=Asia/Tokyo 0 9 * * *", t0, time.Date(2026, time.March, 2, 9, 0, 0, 0, tokyo)},
 		{"CRON_TZ then a tab", "CRON_TZ=Asia/Tokyo\t0 9 * * *", t0, time.Date(2026, time.March, 2, 9, 0, 0, 0, tokyo)},
@@ -86,8 +99,8 @@ func TestNextSlot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := every.NextSlot(tc.after)
-			if !ok || !got.Equal(tc.want) {
+			slot, ok := every.NextSlot(tc.after)
+			if got := slot.Start; !ok || !got.Equal(tc.want) {
 				t.Errorf("Cron(%q).NextSlot(%v) = %v, %t; want %v, true", tc.spec, tc.after, got, ok, tc.want)
 			}
 		})
@@ -125,7 +138,8 @@ func TestLatestSlot(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			every := interval.MustCron(tc.spec)
-			got, ok := every.LatestSlot(at(tc.after), at(tc.until))
+			slot, ok := every.LatestSlot(at(tc.after), at(tc.until))
+			got := slot.Start
 			if ok != tc.ok || (ok && !got.Equal(at(tc.want))) {
 				t.Errorf("Cron(%q).LatestSlot(+%v, +%v) = %v, %t; want %v, %t", tc.spec, tc.after, tc.until, got, ok, at(tc.want), tc.ok)
 			}
@@ -136,7 +150,8 @@ func TestLatestSlot(t *testing.T) {
 func FuzzCron(f *testing.F) {
 	for _, spec := range []string{
 		"* * * * *", "*/5 * * * * *", "0 9 * * MON-FRI", "0 0 1 JAN,JUL ?",
-		"@hourly", "@every 1h30m", "@every -1s", "@yearly",
+		"@hourly", "@every 1h30m", "@every -1s", "@every 1.5s", "@every 2562047h", "@yearly",
+		"CRON_TZ=America/New_York 30 1 * * *", "CRON_TZ=America/Sao_Paulo 0 0 4 11 *", "TZ=Europe/London */15 * * * *",
 		"CRON_TZ=Europe/Paris 0 3 * * *", "TZ=UTC @daily", "CRON_TZ=UTC", "CRON_TZ=",
 		"", "nope", "61 * * * *", "1-2-3 * * * *", "*/0 * * * *", "0 0 30 2 *",
 	} {
@@ -151,11 +166,12 @@ func FuzzCron(f *testing.F) {
 			}
 			return
 		}
-		if got, ok := every.Spec(); !ok || got != spec {
-			t.Fatalf("Cron(%q).Spec() = %q, %t", spec, got, ok)
+		if got, want := every.String(), fmt.Sprintf("cron %q", spec); got != want {
+			t.Fatalf("Cron(%q).String() = %s, want %s", spec, got, want)
 		}
 		after := t0.Add(time.Duration(offset % int64(100*365*24*time.Hour)))
-		next, ok := every.NextSlot(after)
+		slot, ok := every.NextSlot(after)
+		next := slot.Start
 		if ok && !next.After(after) {
 			t.Fatalf("Cron(%q).NextSlot(%v) = %v, not after its input", spec, after, next)
 		}
@@ -163,7 +179,10 @@ func FuzzCron(f *testing.F) {
 			t.Fatalf("Cron(%q).Next(%v, %v) = %v, not after its input", spec, after, after, next)
 		}
 		if ok {
-			if latest, found := every.LatestSlot(after, next); !found || !latest.Equal(next) {
+			if !slot.End.After(next) {
+				t.Fatalf("Cron(%q).NextSlot(%v) = %v, ending at %v", spec, after, slot, slot.End)
+			}
+			if latest, found := every.LatestSlot(after, next); !found || !latest.Start.Equal(next) {
 				t.Fatalf("Cron(%q).LatestSlot(%v, %v) = %v, %t; want %v", spec, after, next, latest, found, next)
 			}
 		}
@@ -177,4 +196,10 @@ func mustZone(t *testing.T, name string) *time.Location {
 		t.Fatal(err)
 	}
 	return loc
+}
+
+// onGrid returns the first multiple of d since the Unix epoch after t.
+func onGrid(t time.Time, d time.Duration) time.Time {
+	ns := t.UnixNano()
+	return time.Unix(0, (ns/int64(d)+1)*int64(d)).UTC()
 }

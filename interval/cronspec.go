@@ -1,0 +1,159 @@
+package interval
+
+import (
+	"fmt"
+	"time"
+
+	robfig "github.com/robfig/cron/v3"
+)
+
+// cronSpec is a field spec ("30 1 * * *", "@daily"), whose slots are the
+// wall times it matches, in its zone.
+type cronSpec struct {
+	spec string
+	// wall matches wall times, read as UTC instants with the same fields.
+	wall *robfig.SpecSchedule
+	// zone is the spec's CRON_TZ zone; nil reads the spec in the zone of
+	// the time it is asked about.
+	zone *time.Location
+}
+
+// maxSteps bounds nextSlot's search past wall times that already showed:
+// one or two steps are all a real zone needs.
+const maxSteps = 64
+
+// nextSlot finds the first slot after after. It walks the wall times the
+// spec matches, from the one after's clock shows, and maps each to an
+// instant: a wall time that shows twice (fall back) is its first instant,
+// so the second is not a slot; one that never shows (spring forward) is
+// the end of the skipped stretch, so it runs right after the change. The
+// first that maps to an instant after after is the slot.
+func (c *cronSpec) nextSlot(after time.Time) (Slot, bool) {
+	loc, key := c.zone, c.zone
+	if loc == nil {
+		loc, key = after.Location(), time.UTC
+	}
+	w := wallOf(after, loc)
+	for range maxSteps {
+		next := c.wall.Next(w)
+		if next.IsZero() {
+			return Slot{}, false
+		}
+		at, exact := occurrence(next, loc)
+		if at.After(after) {
+			s := Slot{Start: at.In(after.Location()), zone: key, wall: next.UnixNano()}
+			if key == time.UTC && loc != time.UTC {
+				// A spec without a zone is named by its instant.
+				s.wall = at.UnixNano()
+			}
+			return s, true
+		}
+		w = pastShown(next, at, exact, after, loc)
+	}
+	return Slot{}, false
+}
+
+// pastShown returns the wall time from which nextSlot goes on when the
+// wall time next first showed at at, not after after: after lies in a
+// stretch of wall times that the clocks show a second time (fall back). The
+// wall times up to the end of at's zone period all showed in it, before
+// after, so the search goes on from there.
+func pastShown(next, at time.Time, exact bool, after time.Time, loc *time.Location) time.Time {
+	w := next
+	if exact {
+		lt := at.In(loc)
+		_, offset := lt.Zone()
+		if _, end := lt.ZoneBounds(); !end.IsZero() {
+			w = end.UTC().Add(time.Duration(offset)*time.Second - time.Nanosecond)
+		}
+	}
+	// Whatever the zone does, never go back, and never behind after's own
+	// wall time.
+	if shown := wallOf(after, loc); shown.After(w) {
+		w = shown
+	}
+	if next.After(w) {
+		w = next
+	}
+	return w
+}
+
+func (c *cronSpec) plan(due, now time.Time) Plan {
+	return planSlots(c, due, now, c.ownSlot)
+}
+
+// planSlots is Plan for a policy with slots: the run belongs to the latest
+// slot at or before now, which for a tick due at a slot and handled before
+// the next is that slot; the next tick is the slot after it. own names the
+// slot of a tick that comes before any slot of the policy.
+func planSlots(s slotter, due, now time.Time, own func(time.Time) Slot) Plan {
+	slot, ok := s.nextSlot(due.Add(-time.Nanosecond)) // due's own slot, when due is one
+	var next Slot
+	var hasNext bool
+	switch {
+	case !ok:
+		slot = own(due)
+	case slot.Start.After(now):
+		// due is not a slot (the startup tick): the run belongs to the
+		// slot that now is in, or is one of its own before the first.
+		next, hasNext = slot, true
+		if latest, found := latestSlot(s, now.AddDate(-5, 0, 0), now); found {
+			slot = latest
+		} else {
+			slot = own(due)
+		}
+	default:
+		next, hasNext = s.nextSlot(slot.Start)
+		if hasNext && !next.Start.After(now) {
+			// Later slots have passed too: the tick came late, and runs
+			// the latest of them.
+			slot, _ = latestSlot(s, slot.Start, now)
+			next, hasNext = s.nextSlot(slot.Start)
+		}
+	}
+	p := Plan{Scheduled: due, Slot: slot, Late: slot.Start.After(due)}
+	if p.Late {
+		p.Scheduled = slot.Start
+	}
+	if !hasNext {
+		p.Slot.End = slot.Start.Add(time.Hour)
+		return p
+	}
+	p.Slot.End, p.Next, p.HasNext = next.Start, next.Start, true
+	return p
+}
+
+// ownSlot is the slot of a tick before any slot of the spec, named by its
+// time.
+func (c *cronSpec) ownSlot(at time.Time) Slot {
+	zone := c.zone
+	if zone == nil {
+		zone = time.UTC
+	}
+	return Slot{Start: at, wall: wallOf(at, zone).UnixNano(), zone: zone}
+}
+
+func (c *cronSpec) next(prevStart, prevFinish time.Time) (time.Time, bool) {
+	return nextFrom(c, prevStart, prevFinish)
+}
+
+func (c *cronSpec) after(now time.Time) (time.Time, bool) {
+	s, ok := c.nextSlot(now)
+	return s.Start, ok
+}
+
+func (c *cronSpec) checkLease(time.Duration) error { return nil }
+func (c *cronSpec) String() string                 { return fmt.Sprintf("cron %q", c.spec) }
+
+// nextFrom is Next for a policy with slots: the first slot after prevStart
+// that is not before prevFinish.
+func nextFrom(s slotter, prevStart, prevFinish time.Time) (time.Time, bool) {
+	slot, ok := s.nextSlot(prevStart)
+	if !ok || !slot.Start.Before(prevFinish) {
+		return slot.Start, ok
+	}
+	// The first slot at or after prevFinish is the first one after the
+	// instant just before it.
+	slot, ok = s.nextSlot(prevFinish.Add(-time.Nanosecond))
+	return slot.Start, ok
+}
