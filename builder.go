@@ -41,6 +41,18 @@ func NewServiceBuilder(deps ...any) *ServiceBuilder {
 // on in this replica: once at startup, then on its interval. It returns b,
 // for chaining.
 func CronJob[D any, J cron.Job](b *ServiceBuilder, create func(D) J) *ServiceBuilder {
+	var build func(D) (J, error)
+	if create != nil {
+		build = func(d D) (J, error) { return create(d), nil }
+	}
+	return CronJobErr(b, build)
+}
+
+// CronJobErr is like [CronJob] for a constructor that can fail, such as one
+// that reads its schedule from configuration with interval.Cron: an error
+// from create fails Start with a *[JobError] that names the job, before any
+// job runs.
+func CronJobErr[D any, J cron.Job](b *ServiceBuilder, create func(D) (J, error)) *ServiceBuilder {
 	r := recipe{job: reflect.TypeFor[J](), dep: reflect.TypeFor[D]()}
 	r.build = func(s *service.Services) (job cron.Job, err error) {
 		if create == nil {
@@ -55,7 +67,11 @@ func CronJob[D any, J cron.Job](b *ServiceBuilder, create func(D) J) *ServiceBui
 				err = fmt.Errorf("the constructor panicked: %v", v)
 			}
 		}()
-		return create(d), nil
+		j, err := create(d)
+		if err != nil {
+			return nil, fmt.Errorf("the constructor failed: %w", err)
+		}
+		return j, nil
 	}
 	b.recipes = append(b.recipes, r)
 	return b
@@ -70,7 +86,7 @@ func (b *ServiceBuilder) WithCronOptions(opts ...cron.Option) *ServiceBuilder {
 
 // JobError is the error [ServiceBuilder.Start] returns for a cron job it
 // could not build: its constructor's dependency is missing or ambiguous, or
-// the constructor is nil, panicked or returned a nil job. Err says which;
+// the constructor is nil, failed, panicked or returned a nil job. Err says which;
 // errors.Is(err, service.ErrMissing) and service.ErrAmbiguous work through
 // it.
 type JobError struct {

@@ -140,3 +140,60 @@ func TestBuilderRefuses(t *testing.T) {
 		t.Errorf("%d runs after refused starts, want 0", n)
 	}
 }
+
+// configured is a job whose schedule comes from configuration.
+type configured struct {
+	every interval.Interval
+	runs  *atomic.Int64
+}
+
+func (j *configured) Name() string                             { return "configured" }
+func (j *configured) Interval() interval.Interval              { return j.every }
+func (j *configured) Process(context.Context, cron.Tick) error { j.runs.Add(1); return nil }
+
+type config struct{ spec string }
+
+func newConfigured(runs *atomic.Int64) func(config) (*configured, error) {
+	return func(c config) (*configured, error) {
+		every, err := interval.Cron(c.spec)
+		if err != nil {
+			return nil, err
+		}
+		return &configured{every: every, runs: runs}, nil
+	}
+}
+
+// TestCronJobErr checks that a constructor's error, such as a bad spec
+// read from configuration, fails Start with a *JobError naming the job,
+// before any job runs, and that a good one starts.
+func TestCronJobErr(t *testing.T) {
+	var runs atomic.Int64
+	b := wakuwaku.NewServiceBuilder(config{spec: "0 3 * *"})
+	wakuwaku.CronJob(b, func(c config) *counting { return &counting{name: "other", runs: &runs} })
+	wakuwaku.CronJobErr(b, newConfigured(&runs))
+	_, crons, err := b.Start()
+	var jobErr *wakuwaku.JobError
+	var specErr *interval.SpecError
+	if !errors.As(err, &jobErr) || !errors.As(err, &specErr) || crons != nil {
+		t.Fatalf("Start = %v, %v; want a *JobError holding a *interval.SpecError", crons, err)
+	}
+	if !strings.Contains(err.Error(), "configured") || specErr.Spec != "0 3 * *" {
+		t.Errorf("Start = %v, want it to name the job and quote the spec", err)
+	}
+	if n := runs.Load(); n != 0 {
+		t.Errorf("%d runs before Start failed, want 0", n)
+	}
+
+	b = wakuwaku.NewServiceBuilder(config{spec: "0 3 * * *"})
+	wakuwaku.CronJobErr(b, newConfigured(&runs))
+	_, crons, err = b.Start()
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	if err := crons.Shutdown(t.Context()); err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("%d runs, want the startup run", n)
+	}
+}
