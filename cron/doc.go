@@ -10,22 +10,16 @@
 //
 // # Schedules
 //
-// The policies are those of package interval, applied by one replica:
-//
-//   - interval.AtLeast(d): runs never overlap and start at least d apart;
-//   - interval.AfterFinish(d): runs never overlap; each starts d after the
-//     previous one finished;
-//   - interval.AfterStart(d): each starts d after the previous one was due,
-//     finished or not; at most [DefaultMaxOverlap] runs of a job overlap
-//     (see [WithMaxOverlap]), and a tick that would start one more is
-//     skipped;
-//   - interval.Cron(spec): runs start at the spec's slots; a slot that comes
-//     while the previous run is still going is skipped, not queued.
-//
-// A process that wakes up late (a stalled machine, a clock step) does not
-// make up the ticks it missed: a job more than one period behind runs once,
-// and its schedule goes on from then. A Cron job runs its latest missed
-// slot once.
+// When each run is due is the business of package interval, whose
+// documentation states every policy's rules once: the startup run (and
+// interval.Interval.WithoutStartupRun), late wake-ups, slots, daylight
+// saving and "@every". At each tick the runtime asks the job's Interval for
+// a plan (the slot the run belongs to, when the next tick is due) and
+// queues what it answers. What the runtime adds: a tick that comes while
+// the job's previous run is still going is skipped with
+// [ReasonStillRunning], except under interval.AfterStart, whose runs may
+// overlap up to [WithMaxOverlap] ([DefaultMaxOverlap]) and whose further
+// ticks are skipped with [ReasonTooManyRuns].
 //
 // # Failures
 //
