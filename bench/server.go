@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 )
 
 // Server is a redis-server process started for one benchmark run: on a free
@@ -55,7 +57,7 @@ func start(bin string) (*Server, error) {
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--loglevel", "warning")
-	cmd.SysProcAttr = dieWithParent()
+	cmd.SysProcAttr = redistest.ChildProcAttr() // a crashed benchmark leaves no server behind
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -5,15 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 )
 
 // The environment through which a test process tells a re-executed copy of
@@ -103,8 +103,7 @@ type Child struct {
 	done  chan struct{} // closed once the process has been reaped
 	err   error         // what Wait returned; read only after done is closed
 
-	mu     sync.Mutex
-	paused bool
+	mu sync.Mutex // serializes Pause and Resume
 }
 
 // Spawn starts the test binary again as child number n (from 1) playing
@@ -147,33 +146,21 @@ func (c *Child) Pid() int { return c.cmd.Process.Pid }
 // threads, timers included, stand still until Resume.
 func (c *Child) Pause(tb testing.TB) {
 	tb.Helper()
-	c.signal(tb, sigStop, true)
+	c.setStopped(tb, true)
 }
 
 // Resume continues a paused child with SIGCONT and returns once it runs.
 func (c *Child) Resume(tb testing.TB) {
 	tb.Helper()
-	c.signal(tb, sigCont, false)
+	c.setStopped(tb, false)
 }
 
-func (c *Child) signal(tb testing.TB, sig syscall.Signal, stop bool) {
+func (c *Child) setStopped(tb testing.TB, stop bool) {
 	tb.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.cmd.Process.Signal(sig); err != nil {
-		tb.Fatalf("fault: signal %v to child %d: %v\n%s", sig, c.n, err, c.out)
-	}
-	c.paused = stop
-	deadline := time.Now().Add(signalTimeout)
-	for {
-		stopped, err := redistest.ProcessStopped(c.Pid())
-		if err != nil || stopped == stop {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("fault: child %d did not react to %v within %v", c.n, sig, signalTimeout)
-		}
-		time.Sleep(100 * time.Microsecond)
+	if err := redistest.SetStopped(c.cmd.Process, stop, signalTimeout); err != nil {
+		tb.Fatalf("fault: child %d: %v\n%s", c.n, err, c.out)
 	}
 }
 
@@ -183,9 +170,10 @@ func (c *Child) Kill(tb testing.TB) {
 	c.kill()
 }
 
+// kill ends the child, paused or not (SIGKILL ends a stopped process too),
+// and waits until it is reaped.
 func (c *Child) kill() {
 	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Process.Signal(sigCont)
 	<-c.done
 	c.stdin.Close()
 }

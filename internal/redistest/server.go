@@ -164,7 +164,7 @@ func (s *Server) Dir() string {
 // server is not running.
 func (s *Server) Pause(tb testing.TB) {
 	tb.Helper()
-	s.signal(tb, sigStop, true)
+	s.setStopped(tb, true)
 }
 
 // Resume continues a server stopped by Pause with SIGCONT and returns once it runs again.
@@ -172,30 +172,19 @@ func (s *Server) Pause(tb testing.TB) {
 // not running.
 func (s *Server) Resume(tb testing.TB) {
 	tb.Helper()
-	s.signal(tb, sigCont, false)
+	s.setStopped(tb, false)
 }
 
-// signal sends sig and waits until the process is (or is no longer) stopped.
-func (s *Server) signal(tb testing.TB, sig os.Signal, stop bool) {
+// setStopped stops or continues the process and waits until it is (or is no longer) stopped.
+func (s *Server) setStopped(tb testing.TB, stop bool) {
 	tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.running(tb)
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		tb.Fatalf("redistest: signal %v to redis-server %s: %v", sig, s.Addr(), err)
+	if err := SetStopped(p.cmd.Process, stop, signalTimeout); err != nil {
+		tb.Fatalf("%v (redis-server %s)", err, s.Addr())
 	}
 	s.paused = stop
-	deadline := time.Now().Add(signalTimeout)
-	for {
-		stopped, err := ProcessStopped(p.cmd.Process.Pid)
-		if err != nil || stopped == stop {
-			return // done, or the state can't be observed on this platform
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: redis-server %s did not react to %v within %v", s.Addr(), sig, signalTimeout)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // Kill ends the server process with SIGKILL and waits until it is gone, losing all its data.

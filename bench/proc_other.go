@@ -1,7 +1,0 @@
-//go:build !linux
-
-package bench
-
-import "syscall"
-
-func dieWithParent() *syscall.SysProcAttr { return nil }
