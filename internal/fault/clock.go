@@ -19,3 +19,14 @@ func WallDeadline(d time.Time) int64 {
 	}
 	return Now() + int64(time.Until(d))
 }
+
+// LeaseDeadline is the end of a lease taken by a command sent at sent (on the
+// suite's clock) with ttl, as its holder knows it: Redis starts the lease
+// when it runs the command, which is after it was sent, and is given the TTL
+// in whole milliseconds. The holder computes it from its own stamp, so the
+// suite does not take the deadline from the library it tests; since every
+// process reads the same clock, the deadline means the same instant to a
+// [Resource] in another process, whenever the message carrying it arrives.
+func LeaseDeadline(sent int64, ttl time.Duration) int64 {
+	return sent + int64(ttl.Truncate(time.Millisecond))
+}

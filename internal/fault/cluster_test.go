@@ -49,7 +49,7 @@ func TestClusterMigration(t *testing.T) {
 		DropShare:  0.1,
 	}
 	rws := locks
-	rws.RW, rws.Readers = true, 3
+	rws.Kind, rws.Readers = fault.RWLock, 3
 	l := lock.New[string](locks.Namespace, locks.TTL)
 	rw := lock.NewRW[string](rws.Namespace, rws.TTL)
 	var slots []int
@@ -117,7 +117,8 @@ func TestClusterMigration(t *testing.T) {
 		WritesAccepted: fig.Accepted,
 		StaleAccepted:  fig.StaleAccepted,
 		StaleRefused:   fig.StaleRefused,
-		Porcupine:      fmt.Sprintf("Lock %s, RWLock %s", verdict(t, lockH, locks.TTL, false), verdict(t, rwH, rws.TTL, true)),
+		EntersLate:     fig.EntersLate,
+		Porcupine:      fmt.Sprintf("Lock %s, RWLock %s", verdict(t, lockH, locks.TTL, locks.Kind), verdict(t, rwH, rws.TTL, rws.Kind)),
 		Notes:          []string{fmt.Sprintf("errors by operation and code: %v", kinds), stale(t, fig)},
 	})
 }

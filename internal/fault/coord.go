@@ -197,8 +197,15 @@ type Service struct{ c *Coordinator }
 
 // EnterArgs are the arguments of [Resource.Enter].
 type EnterArgs struct {
-	Name string
-	Hold uint64
+	Name     string
+	Hold     uint64
+	Deadline int64
+}
+
+// EnterReply is the result of [Resource.Enter].
+type EnterReply struct {
+	Version uint64
+	Entered bool
 }
 
 // WriteArgs are the arguments of [Resource.WriteBy].
@@ -215,8 +222,8 @@ type WriteReply struct {
 }
 
 // Enter serves [Resource.Enter].
-func (s *Service) Enter(a EnterArgs, version *uint64) error {
-	*version = s.c.Resource.Enter(a.Name, a.Hold)
+func (s *Service) Enter(a EnterArgs, r *EnterReply) error {
+	r.Version, r.Entered = s.c.Resource.Enter(a.Name, a.Hold, a.Deadline)
 	return nil
 }
 
@@ -257,14 +264,16 @@ type Link struct {
 // errNoLink is returned by the methods of a nil Link, as in a test process.
 var errNoLink = errors.New("fault: no link to the test process")
 
-// Enter is [Resource.Enter] in the test process.
-func (l *Link) Enter(name string, hold uint64) (uint64, error) {
+// Enter is [Resource.Enter] in the test process. The deadline travels with
+// the call, so the resource judges it by when the call arrives, however long
+// the link took.
+func (l *Link) Enter(name string, hold uint64, deadline int64) (uint64, bool, error) {
 	if l == nil {
-		return 0, errNoLink
+		return 0, false, errNoLink
 	}
-	var v uint64
-	err := l.c.Call("Fault.Enter", EnterArgs{name, hold}, &v)
-	return v, err
+	var r EnterReply
+	err := l.c.Call("Fault.Enter", EnterArgs{name, hold, deadline}, &r)
+	return r.Version, r.Entered, err
 }
 
 // Write is [Resource.WriteBy] in the test process.

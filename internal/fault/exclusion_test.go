@@ -5,72 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 )
-
-// checkTimeout bounds porcupine's search on one history.
-var checkTimeout = fault.Pick(2*time.Minute, 10*time.Minute)
-
-// startChildren spawns n contend children, waits until each is ready, and
-// opens the gate that starts them.
-func startChildren(t *testing.T, coord *fault.Coordinator, args func(i int) contendArgs, n int) []*fault.Child {
-	t.Helper()
-	children := make([]*fault.Child, n)
-	for i := range children {
-		children[i] = fault.Spawn(t, coord, i+1, "contend", args(i))
-	}
-	for i := range children {
-		coord.WaitNote(t, i+1, "ready", 30*time.Second)
-	}
-	coord.Open("go")
-	return children
-}
-
-// verdict checks the history against the lock's model and reports
-// porcupine's verdict, failing the test unless it is Ok.
-func verdict(t *testing.T, h *fault.History, ttl time.Duration, rw bool) string {
-	t.Helper()
-	start := time.Now()
-	res := h.Linearizable(ttl, rw, checkTimeout)
-	t.Logf("porcupine: %s after %v", res, time.Since(start).Round(time.Millisecond))
-	if res != porcupine.Ok {
-		t.Errorf("porcupine: history is %s, want Ok", res)
-	}
-	return string(res)
-}
-
-// stale checks what the resource saw of stale writes, failing the test if one
-// came from a holder whose lease was still live by its own deadline (the lock
-// let someone else in), and describes the others for the figures: a holder
-// that checked its lease and then stalled before its write arrived.
-func stale(t *testing.T, f fault.ResourceFigures) string {
-	t.Helper()
-	if f.StaleLive != 0 {
-		t.Errorf("%d stale writes arrived while their writer's lease was live: the lock was taken over early", f.StaleLive)
-	}
-	if f.StaleAccepted+f.StaleRefused == 0 {
-		return "no stale write"
-	}
-	return fmt.Sprintf("%d stale writes (%d accepted, %d refused), all after their writer's own lease deadline, by %v or more: a stall between the writer's check and the write",
-		f.StaleAccepted+f.StaleRefused, f.StaleAccepted, f.StaleRefused, f.StaleLate)
-}
-
-// overlaps reports the overlapping holders of the history, failing the test
-// if there are any.
-func overlaps(t *testing.T, h *fault.History, ttl time.Duration) int {
-	t.Helper()
-	found := h.Overlaps(ttl)
-	for i, o := range found {
-		if i == 10 {
-			t.Errorf("... and %d more", len(found)-10)
-			break
-		}
-		t.Errorf("overlap: %v", o)
-	}
-	return len(found)
-}
 
 // TestMutualExclusion runs 16 goroutines in each of 3 processes on 4 locks,
 // acquiring, extending and releasing at random, some holders letting their
@@ -128,7 +65,8 @@ func TestMutualExclusion(t *testing.T) {
 		WritesAccepted: res.Accepted,
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
-		Porcupine:      verdict(t, h, ld.TTL, false),
+		EntersLate:     res.EntersLate,
+		Porcupine:      verdict(t, h, ld.TTL, ld.Kind),
 		Notes: []string{
 			"a holder writes only while its lease has a quarter of its TTL to go",
 			stale(t, res),

@@ -94,7 +94,8 @@ func TestScriptFlush(t *testing.T) {
 		WritesAccepted: res.Accepted,
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
-		Porcupine:      verdict(t, h, ld.TTL, false),
+		EntersLate:     res.EntersLate,
+		Porcupine:      verdict(t, h, ld.TTL, ld.Kind),
 		Notes:          []string{fmt.Sprintf("server ran %d EVALSHA and %d EVAL (the fallback after NOSCRIPT)", evalshas, evals), stale(t, res)},
 	})
 }

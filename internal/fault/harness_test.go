@@ -101,11 +101,12 @@ func TestChildLifecycle(t *testing.T) {
 
 func TestResource(t *testing.T) {
 	r := fault.NewResource()
-	a := r.Enter("row", 1)
+	live := fault.Now() + int64(time.Minute)
+	a, _ := r.Enter("row", 1, live)
 	if ok, v := r.Write("row", 1, a); !ok || v != a+1 {
 		t.Fatalf("first holder's write = %v, %d", ok, v)
 	}
-	b := r.Enter("row", 2) // the lock changed hands
+	b, _ := r.Enter("row", 2, live) // the lock changed hands
 	// The old holder writes with the version it has: fresh for the row, but
 	// stale for the lock; then the new holder's write is refused.
 	if ok, _ := r.Write("row", 1, a+1); !ok {
@@ -123,6 +124,69 @@ func TestResource(t *testing.T) {
 	}
 }
 
+// TestResourceLateEnter replays what failed long runs of the suite: an old
+// hold's Enter, delayed on the link past the end of that hold's own lease,
+// arrives after a newer holder took the lock and entered. The resource must
+// refuse the late Enter (and count it), so that the real holder stays the
+// latest and its writes are not taken for stale writes during a live lease.
+func TestResourceLateEnter(t *testing.T) {
+	const ttl = 800 * time.Millisecond
+	ms := int64(time.Millisecond)
+	coord := fault.NewCoordinator(t)
+	link, err := fault.DialLink(coord.Addr(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	paths := []struct {
+		name  string
+		res   *fault.Resource
+		enter func(r *fault.Resource, name string, hold uint64, deadline int64) (bool, error)
+	}{
+		{"local", fault.NewResource(), func(r *fault.Resource, name string, hold uint64, deadline int64) (bool, error) {
+			_, ok := r.Enter(name, hold, deadline)
+			return ok, nil
+		}},
+		{"over the link", coord.Resource, func(_ *fault.Resource, name string, hold uint64, deadline int64) (bool, error) {
+			_, ok, err := link.Enter(name, hold, deadline)
+			return ok, err
+		}},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			// Old hold 1 sent its acquire a second ago: its lease ended
+			// 200 ms ago. Hold 2 took the lock 100 ms after that (its
+			// lease lasts 700 ms more) and entered; then hold 1's
+			// Enter arrives.
+			sent := fault.Now() - int64(time.Second)
+			oldDeadline := fault.LeaseDeadline(sent, ttl)
+			newDeadline := fault.LeaseDeadline(sent+int64(ttl)+100*ms, ttl)
+			v, ok := p.res.Enter("row", 2, newDeadline)
+			if !ok {
+				t.Fatalf("Enter of the current holder, live for %v more, refused", time.Duration(newDeadline-fault.Now()))
+			}
+			late, err := p.enter(p.res, "row", 1, oldDeadline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted, _ := p.res.WriteBy("row", 2, v, newDeadline)
+			f := p.res.Figures()
+			if f.StaleLive != 0 {
+				t.Errorf("%d stale writes while their writer's lease was live (the current holder's write counted as stale), want 0", f.StaleLive)
+			}
+			if late {
+				t.Errorf("Enter %v after the hold's lease deadline = true, want false", time.Duration(fault.Now()-oldDeadline).Round(time.Millisecond))
+			}
+			if !accepted || f.StaleAccepted+f.StaleRefused != 0 {
+				t.Errorf("the current holder's write: accepted %v, figures %+v; want accepted, not stale", accepted, f)
+			}
+			if f.EntersLate != 1 {
+				t.Errorf("EntersLate = %d, want 1", f.EntersLate)
+			}
+		})
+	}
+}
+
 // TestCheckers feeds the overlap check and porcupine histories whose verdict
 // is known, so that a green suite means something.
 func TestCheckers(t *testing.T) {
@@ -134,48 +198,48 @@ func TestCheckers(t *testing.T) {
 	unknown := func(o fault.Op) fault.Op { o.Err = "i/o timeout"; return o }
 	tests := []struct {
 		name     string
-		rw       bool
+		kind     fault.LockKind
 		ops      []fault.Op
 		overlaps int
 		want     porcupine.CheckResult
 	}{
-		{"handoff by release", false, []fault.Op{
+		{"handoff by release", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(2, fault.Acquire, 2, 5, 6, false),
 			op(1, fault.Release, 1, 10, 11, true), op(2, fault.Acquire, 3, 12, 13, true),
 		}, 0, porcupine.Ok},
-		{"handoff by expiry", false, []fault.Op{
+		{"handoff by expiry", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(2, fault.Acquire, 2, 105, 106, true),
 			op(1, fault.Release, 1, 110, 111, false),
 		}, 0, porcupine.Ok},
-		{"two holders", false, []fault.Op{
+		{"two holders", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(2, fault.Acquire, 2, 50, 51, true),
 		}, 1, porcupine.Illegal},
-		{"taken before the extended lease ended", false, []fault.Op{
+		{"taken before the extended lease ended", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(1, fault.Extend, 1, 60, 61, true),
 			op(2, fault.Acquire, 2, 120, 121, true),
 		}, 1, porcupine.Illegal},
-		{"release false while live", false, []fault.Op{
+		{"release false while live", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(1, fault.Release, 1, 10, 11, false),
 		}, 0, porcupine.Illegal},
-		{"busy with nobody holding", false, []fault.Op{
+		{"busy with nobody holding", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(1, fault.Release, 1, 10, 11, true),
 			op(2, fault.Acquire, 2, 20, 21, false),
 		}, 0, porcupine.Illegal},
-		{"busy behind an acquire that timed out", false, []fault.Op{
+		{"busy behind an acquire that timed out", fault.Lock, []fault.Op{
 			unknown(op(1, fault.Acquire, 1, 0, 1, false)), op(2, fault.Acquire, 2, 20, 21, false),
 		}, 0, porcupine.Ok},
-		{"readers share", true, []fault.Op{
+		{"readers share", fault.RWLock, []fault.Op{
 			op(1, fault.ReadAcquire, 1, 0, 1, true), op(2, fault.ReadAcquire, 2, 2, 3, true),
 			op(3, fault.WriteAcquire, 3, 4, 5, false), op(1, fault.ReadRelease, 1, 10, 11, true),
 			op(2, fault.ReadRelease, 2, 10, 11, true), op(3, fault.WriteAcquire, 4, 20, 21, true),
 		}, 0, porcupine.Ok},
-		{"writer with a reader", true, []fault.Op{
+		{"writer with a reader", fault.RWLock, []fault.Op{
 			op(1, fault.ReadAcquire, 1, 0, 1, true), op(3, fault.WriteAcquire, 3, 4, 5, true),
 		}, 1, porcupine.Illegal},
-		{"reader with a writer", true, []fault.Op{
+		{"reader with a writer", fault.RWLock, []fault.Op{
 			op(3, fault.WriteAcquire, 3, 0, 1, true), op(1, fault.ReadAcquire, 1, 4, 5, true),
 		}, 1, porcupine.Illegal},
-		{"writer after the reader's lease ended", true, []fault.Op{
+		{"writer after the reader's lease ended", fault.RWLock, []fault.Op{
 			op(1, fault.ReadAcquire, 1, 0, 1, true), op(3, fault.WriteAcquire, 3, 104, 105, true),
 			op(1, fault.ReadExtend, 1, 110, 111, false),
 		}, 0, porcupine.Ok},
@@ -187,7 +251,7 @@ func TestCheckers(t *testing.T) {
 			if got := len(h.Overlaps(ttl)); got != tt.overlaps {
 				t.Errorf("Overlaps = %d, want %d", got, tt.overlaps)
 			}
-			if got := h.Linearizable(ttl, tt.rw, 10*time.Second); got != tt.want {
+			if got := h.Linearizable(ttl, tt.kind, 10*time.Second); got != tt.want {
 				t.Errorf("Linearizable = %s, want %s", got, tt.want)
 			}
 		})
@@ -220,7 +284,7 @@ func TestCheckersCatchStolenLocks(t *testing.T) {
 	if n := len(h.Overlaps(ld.TTL)); n == 0 {
 		t.Error("no overlap found though the keys were deleted under their holders")
 	}
-	if res := h.Linearizable(ld.TTL, false, time.Minute); res != porcupine.Illegal {
+	if res := h.Linearizable(ld.TTL, ld.Kind, time.Minute); res != porcupine.Illegal {
 		t.Errorf("porcupine: %s, want Illegal", res)
 	}
 }

@@ -46,17 +46,22 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 	key := l.Key(a.Name)
 	hold := fault.NewRecorder(env.Child).NewHold()
 	var tok *lock.Token
+	var sent int64
 	for tok == nil {
 		var err error
+		sent = fault.Now()
 		if tok, err = l.TryLock(ctx, db, a.Name); err != nil {
 			return fmt.Errorf("TryLock: %w", err)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	link := env.Link
-	version, err := link.Enter(key, hold)
+	version, entered, err := link.Enter(key, hold, fault.LeaseDeadline(sent, a.TTL))
 	if err != nil {
 		return err
+	}
+	if !entered {
+		return fmt.Errorf("the resource refused the Enter: it arrived after the lease's deadline (the link or this process stalled for %v)", a.TTL)
 	}
 	// write checks ctx and writes if it is live; it reports false once ctx
 	// was found cancelled.
@@ -121,7 +126,9 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 
 // takeOver polls for the lock every millisecond until it is free, then takes
 // it, enters the resource and writes; it returns the token and when the
-// acquire that succeeded was called and returned.
+// acquire that succeeded was called and returned. An acquire whose Enter
+// came too late for the resource (this process stalled for a TTL) is
+// dropped, and the polling goes on.
 func takeOver(t *testing.T, db lock.Db, l lock.Lock[string], name string, res *fault.Resource, rec *fault.Recorder, within time.Duration) (*lock.Token, int64, int64) {
 	t.Helper()
 	ctx := t.Context()
@@ -136,7 +143,12 @@ func takeOver(t *testing.T, db lock.Db, l lock.Lock[string], name string, res *f
 			t.Fatalf("TryLock(%q) = %v", name, err)
 		}
 		if tok != nil {
-			v := res.Enter(l.Key(name), hold)
+			v, entered := res.Enter(l.Key(name), hold, fault.LeaseDeadline(call, l.TTL()))
+			if !entered {
+				t.Logf("takeOver(%q): the Enter came after the lease's deadline; polling on", name)
+				hold = rec.NewHold()
+				continue
+			}
 			if ok, _ := res.Write(l.Key(name), hold, v); !ok {
 				t.Fatalf("the new holder's write was refused")
 			}
@@ -281,6 +293,7 @@ func TestPausedHolder(t *testing.T) {
 		WritesAccepted: res.Accepted,
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
+		EntersLate:     res.EntersLate,
 		Notes: []string{
 			fmt.Sprintf("resumed work found its context cancelled before writing in %d of %d pauses (live after its deadline in %d)", pauses-late, pauses, late),
 			fmt.Sprintf("smallest gap between the paused holder's deadline and the takeover: %v", margin),

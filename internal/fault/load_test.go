@@ -37,14 +37,17 @@ func (c conn) client() *redis.Client {
 // resource is the protected resource as a contender reaches it: directly in
 // the test process, through its link in a child.
 type resource interface {
-	Enter(name string, hold uint64) (uint64, error)
+	Enter(name string, hold uint64, deadline int64) (uint64, bool, error)
 	Write(name string, hold, version uint64, deadline int64) (bool, uint64, error)
 }
 
 // local is the test process's own access to the coordinator's resource.
 type local struct{ r *fault.Resource }
 
-func (l local) Enter(name string, hold uint64) (uint64, error) { return l.r.Enter(name, hold), nil }
+func (l local) Enter(name string, hold uint64, deadline int64) (uint64, bool, error) {
+	v, ok := l.r.Enter(name, hold, deadline)
+	return v, ok, nil
+}
 
 func (l local) Write(name string, hold, version uint64, deadline int64) (bool, uint64, error) {
 	ok, v := l.r.WriteBy(name, hold, version, deadline)
@@ -57,8 +60,8 @@ type load struct {
 	Namespace  string
 	TTL        time.Duration
 	Names      []string
-	RW         bool // RWLock instead of Lock
-	Readers    int  // for RW: every Readers-th contender reads, the others write
+	Kind       fault.LockKind
+	Readers    int // for an RWLock: every Readers-th contender reads, the others write
 	Backoff    time.Duration
 	MaxSteps   int     // a holder extends up to this many times
 	LapseShare float64 // the share of holder steps that outlast the TTL
@@ -96,7 +99,7 @@ func (c *contender) run(ctx context.Context, db lock.Db) error {
 		name := c.ld.Names[c.rng.IntN(len(c.ld.Names))]
 		var err error
 		switch {
-		case !c.ld.RW:
+		case c.ld.Kind == fault.Lock:
 			err = c.lockOnce(ctx, db, l, name)
 		case c.ld.Readers > 0 && int(c.id)%c.ld.Readers == 0:
 			err = c.readOnce(ctx, db, rw, name)
@@ -113,6 +116,7 @@ func (c *contender) run(ctx context.Context, db lock.Db) error {
 func (c *contender) lockOnce(ctx context.Context, db lock.Db, l lock.Lock[string], name string) error {
 	key, hold := l.Key(name), c.rec.NewHold()
 	var tok *lock.Token
+	sent := fault.Now()
 	c.rec.Do(c.id, fault.Acquire, key, hold, func() (bool, error) {
 		var err error
 		tok, err = l.TryLock(context.WithoutCancel(ctx), db, name)
@@ -122,13 +126,14 @@ func (c *contender) lockOnce(ctx context.Context, db lock.Db, l lock.Lock[string
 		c.sleep(ctx, c.backoff())
 		return nil
 	}
-	return c.hold(ctx, key, hold, tok, fault.Extend, fault.Release, true)
+	return c.hold(ctx, key, hold, sent, tok, fault.Extend, fault.Release, true)
 }
 
 func (c *contender) writeOnce(ctx context.Context, db lock.Db, l lock.RWLock[string], name string) error {
 	key, _ := l.Keys(name)
 	hold := c.rec.NewHold()
 	var tok *lock.Token
+	sent := fault.Now()
 	c.rec.Do(c.id, fault.WriteAcquire, key, hold, func() (bool, error) {
 		var err error
 		tok, err = l.TryWrite(context.WithoutCancel(ctx), db, name)
@@ -138,7 +143,7 @@ func (c *contender) writeOnce(ctx context.Context, db lock.Db, l lock.RWLock[str
 		c.sleep(ctx, c.backoff())
 		return nil
 	}
-	return c.hold(ctx, key, hold, tok, fault.Extend, fault.Release, true)
+	return c.hold(ctx, key, hold, sent, tok, fault.Extend, fault.Release, true)
 }
 
 func (c *contender) readOnce(ctx context.Context, db lock.Db, l lock.RWLock[string], name string) error {
@@ -156,14 +161,17 @@ func (c *contender) readOnce(ctx context.Context, db lock.Db, l lock.RWLock[stri
 	}
 	// Readers starve writers when their leases overlap without a gap: they
 	// hold for one step at most and then pause.
-	err := c.hold(ctx, key, hold, tok, fault.ReadExtend, fault.ReadRelease, false)
+	err := c.hold(ctx, key, hold, 0, tok, fault.ReadExtend, fault.ReadRelease, false)
 	c.sleep(ctx, 4*c.backoff())
 	return err
 }
 
 // hold keeps a lease for a few random steps, extending it after each, and
-// releases or drops it at the end.
-func (c *contender) hold(ctx context.Context, key string, hold uint64, tok leaseToken, extend, release fault.Kind, writes bool) error {
+// releases or drops it at the end. A writer enters the resource first, with
+// the deadline of the lease its acquire, sent at sent, took; if its Enter
+// arrived after that deadline, the resource refused it and the hold writes
+// nothing.
+func (c *contender) hold(ctx context.Context, key string, hold uint64, sent int64, tok leaseToken, extend, release fault.Kind, writes bool) error {
 	steps := c.ld.MaxSteps
 	if !writes {
 		steps = min(steps, 1)
@@ -171,11 +179,11 @@ func (c *contender) hold(ctx context.Context, key string, hold uint64, tok lease
 	bg := context.WithoutCancel(ctx)
 	var version uint64
 	if writes {
-		v, err := c.res.Enter(key, hold)
+		v, entered, err := c.res.Enter(key, hold, fault.LeaseDeadline(sent, c.ld.TTL))
 		if err != nil {
 			return err
 		}
-		version = v
+		version, writes = v, entered
 	}
 	for range c.rng.IntN(steps + 1) {
 		if !c.sleep(ctx, c.step()) {

@@ -186,9 +186,19 @@ func hashLease(l lease) uint64 {
 	return h ^ h>>31
 }
 
-// model returns the porcupine model of a Lock, or an RWLock when rw, with
-// leases of ttl, partitioned by lock name.
-func model(ttl time.Duration, rw bool) porcupine.Model {
+// LockKind is the kind of lock a history was recorded on, which picks the
+// model [History.Linearizable] checks it against. The zero LockKind is Lock.
+type LockKind uint8
+
+// The kinds of lock, as package lock has them.
+const (
+	Lock   LockKind = iota // lock.Lock: one holder at a time
+	RWLock                 // lock.RWLock: one writer, or any number of readers
+)
+
+// model returns the porcupine model of a lock of kind k with leases of ttl,
+// partitioned by lock name.
+func model(ttl time.Duration, k LockKind) porcupine.Model {
 	b := bounds{ttl: int64(ttl), slack: int64(expirySlack)}
 	nm := porcupine.NondeterministicModel{
 		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
@@ -210,7 +220,8 @@ func model(ttl time.Duration, rw bool) porcupine.Model {
 		},
 		DescribeOperation: func(in, _ any) string { return in.(Op).String() },
 	}
-	if rw {
+	switch k {
+	case RWLock:
 		nm.Init = func() []any { return []any{rwState{}} }
 		nm.Step = func(s, in, _ any) []any { return b.stepRW(s.(rwState), in.(Op)) }
 		nm.Equal = equalRW
@@ -232,7 +243,7 @@ func model(ttl time.Duration, rw bool) porcupine.Model {
 			b.WriteString("]")
 			return b.String()
 		}
-	} else {
+	default:
 		nm.Init = func() []any { return []any{lockState{}} }
 		nm.Step = func(s, in, _ any) []any { return b.stepLock(s.(lockState), in.(Op)) }
 		nm.Hash = func(s any) uint64 { return hashLease(s.(lockState).l) }
@@ -241,15 +252,14 @@ func model(ttl time.Duration, rw bool) porcupine.Model {
 	return nm.ToModel()
 }
 
-// Linearizable checks the history with porcupine against the model of a Lock
-// (or an RWLock, when rw) whose leases last ttl, for at most timeout, and
-// returns porcupine's verdict: Ok, Illegal, or Unknown when it ran out of
-// time.
-func (h *History) Linearizable(ttl time.Duration, rw bool, timeout time.Duration) porcupine.CheckResult {
+// Linearizable checks the history with porcupine against the model of a lock
+// of kind k whose leases last ttl, for at most timeout, and returns
+// porcupine's verdict: Ok, Illegal, or Unknown when it ran out of time.
+func (h *History) Linearizable(ttl time.Duration, k LockKind, timeout time.Duration) porcupine.CheckResult {
 	ops := h.Ops()
 	hist := make([]porcupine.Operation, len(ops))
 	for i, o := range ops {
 		hist[i] = porcupine.Operation{ClientId: int(o.Client), Input: o, Output: o.Ok, Call: o.Call, Return: ret(o)}
 	}
-	return porcupine.CheckOperationsTimeout(model(ttl, rw), hist, timeout)
+	return porcupine.CheckOperationsTimeout(model(ttl, k), hist, timeout)
 }

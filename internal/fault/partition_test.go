@@ -16,16 +16,23 @@ import (
 // fencedWork is work under WhileHeld that writes to the resource every
 // millisecond while its context is live, checking it right before each
 // write, and records the last time it found the context live and when it
-// first found it cancelled.
+// first found it cancelled. It writes only if its Enter was on time.
 type fencedWork struct {
 	res      *fault.Resource
 	lease    interface{ Deadline() time.Time }
 	key      string
 	hold     uint64
 	version  uint64
+	entered  bool
 	lastLive atomic.Int64 // taken before the check of ctx that found it live
 	ended    atomic.Int64 // when the work first saw ctx end
 	writes   atomic.Int64
+}
+
+// enter enters the resource for the hold whose acquire was sent at sent,
+// with a lease of ttl.
+func (w *fencedWork) enter(sent int64, ttl time.Duration) {
+	w.version, w.entered = w.res.Enter(w.key, w.hold, fault.LeaseDeadline(sent, ttl))
 }
 
 func (w *fencedWork) run(ctx context.Context, until time.Duration) (int, error) {
@@ -37,9 +44,11 @@ func (w *fencedWork) run(ctx context.Context, until time.Duration) (int, error) 
 			return 0, context.Cause(ctx)
 		}
 		w.lastLive.Store(t)
-		if ok, v := w.res.WriteBy(w.key, w.hold, w.version, fault.WallDeadline(w.lease.Deadline())); ok {
-			w.version = v
-			w.writes.Add(1)
+		if w.entered {
+			if ok, v := w.res.WriteBy(w.key, w.hold, w.version, fault.WallDeadline(w.lease.Deadline())); ok {
+				w.version = v
+				w.writes.Add(1)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -79,12 +88,13 @@ func TestPartition(t *testing.T) {
 	for round := range rounds {
 		name := fmt.Sprintf("shard-%d", round)
 		key := l.Key(name)
+		sent := fault.Now()
 		tok, err := l.TryLock(ctx, held, name)
 		if tok == nil || err != nil {
 			t.Fatalf("TryLock(%q) = %v, %v", name, tok, err)
 		}
 		w := &fencedWork{res: res, lease: tok, key: key, hold: rec.NewHold()}
-		w.version = res.Enter(key, w.hold)
+		w.enter(sent, ttl)
 		done := make(chan error, 1)
 		go func() {
 			_, err := lock.WhileHeld(ctx, tok, func(ctx context.Context) (int, error) { return w.run(ctx, time.Minute) })
@@ -121,6 +131,7 @@ func TestPartition(t *testing.T) {
 	cl := lock.New[string]("partition-cut", cutTTL)
 	cutSpell := fault.Pick(3*cutTTL, 30*cutTTL)
 	name := "cut"
+	sent := fault.Now()
 	tok, err := cl.TryLock(ctx, held, name)
 	if tok == nil || err != nil {
 		t.Fatalf("TryLock(%q) = %v, %v", name, tok, err)
@@ -155,7 +166,7 @@ func TestPartition(t *testing.T) {
 		}
 	}()
 	w := &fencedWork{res: res, lease: tok, key: cl.Key(name), hold: rec.NewHold()}
-	w.version = res.Enter(w.key, w.hold)
+	w.enter(sent, cutTTL)
 	_, err = lock.WhileHeld(ctx, tok, func(ctx context.Context) (int, error) { return w.run(ctx, cutSpell) })
 	close(stopCuts)
 	connsCut := <-cutsDone
@@ -185,6 +196,7 @@ func TestPartition(t *testing.T) {
 		WritesAccepted: fig.Accepted,
 		StaleAccepted:  fig.StaleAccepted,
 		StaleRefused:   fig.StaleRefused,
+		EntersLate:     fig.EntersLate,
 		Notes: []string{
 			fmt.Sprintf("partitioned work: its last check that found ctx live came at least %v before the other client's acquire returned; smallest gap from the work seeing Done to that return: %v (negative: Done closed after it)", liveMargin, doneMargin),
 			fmt.Sprintf("%d acquires by the other client during the cuts, all refused", polls.Load()),

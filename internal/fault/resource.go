@@ -13,7 +13,9 @@ import (
 //
 // The resource also knows which hold entered last for each name, which the
 // version alone doesn't tell: a write from any other hold is stale, since its
-// lock was taken over by a holder that has already read the row. It counts
+// lock was taken over by a holder that has already read the row. Only an
+// Enter that arrives within its hold's lease counts (see [Resource.Enter]),
+// so that the order of Enters is the order in which the lock changed hands. It counts
 // stale writes refused and accepted. A stale write can only be accepted if
 // the newer holder has not written yet; fencing then still keeps the row
 // consistent (the newer holder's write is refused), but the lock failed to
@@ -26,12 +28,16 @@ type Resource struct {
 
 type row struct {
 	version uint64
-	latest  uint64 // the hold that entered last
+	latest  uint64 // the hold that entered last, in time
 }
 
 // ResourceFigures counts the writes a resource received.
 type ResourceFigures struct {
-	Enters        int64 // holders that read a row
+	Enters int64 // holders that read a row, their Enter in time
+	// EntersLate counts the Enters refused because they arrived after their
+	// hold's lease deadline: the hold may have lost the lock before the
+	// resource heard of it, so it can't be told the latest.
+	EntersLate    int64
 	Accepted      int64 // writes whose version matched
 	Refused       int64 // writes whose version had moved
 	StaleAccepted int64 // writes accepted from a hold that was not the last to enter
@@ -40,6 +46,11 @@ type ResourceFigures struct {
 	// lease deadline (as the writer gave it): a holder overtaken while its
 	// lease was live, which the lock must never allow.
 	StaleLive int64
+	// StaleAfter counts the stale writes that arrived at or after their
+	// writer's lease deadline: a writer that stalled between its check and
+	// its write, which only fencing can stop. Stale writes that gave no
+	// deadline are in neither count.
+	StaleAfter int64
 	// StaleLate is the shortest time by which a stale write arrived after
 	// its writer's lease deadline, among those that gave one; 0 if none did.
 	StaleLate time.Duration
@@ -59,15 +70,30 @@ func (r *Resource) row(name string) *row {
 	return w
 }
 
-// Enter records that hold took the lock called name and returns the row's
-// version, which its writes must carry.
-func (r *Resource) Enter(name string, hold uint64) uint64 {
+// Enter records that hold took the lock called name, with a lease that
+// lasts until deadline on the suite's clock (see [LeaseDeadline]), and
+// returns the row's version, which its writes must carry, and true.
+//
+// An Enter that arrives at or after its deadline is refused (false) and
+// counted in EntersLate: a child's Enter crosses the link, which can delay
+// it past the end of the hold's lease, and by then a newer holder may have
+// taken the lock and entered. Taking the late Enter would make the hold that
+// lost the lock the latest, and the current holder's writes stale. A hold
+// whose Enter was refused must not write. An Enter that arrives in time
+// cannot come after the Enter of a holder that overtook it, unless the lock
+// let that holder in before the deadline.
+func (r *Resource) Enter(name string, hold uint64, deadline int64) (uint64, bool) {
+	now := Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.row(name)
+	if now >= deadline {
+		r.figures.EntersLate++
+		return 0, false
+	}
 	w.latest = hold
 	r.figures.Enters++
-	return w.version
+	return w.version, true
 }
 
 // Write is hold's write to the row called name, made with the version it
@@ -90,8 +116,11 @@ func (r *Resource) WriteBy(name string, hold, version uint64, deadline int64) (b
 	if stale && deadline != 0 {
 		if late := time.Duration(now - deadline); late < 0 {
 			r.figures.StaleLive++
-		} else if r.figures.StaleLate == 0 || late < r.figures.StaleLate {
-			r.figures.StaleLate = late
+		} else {
+			r.figures.StaleAfter++
+			if r.figures.StaleAfter == 1 || late < r.figures.StaleLate {
+				r.figures.StaleLate = late
+			}
 		}
 	}
 	if version != w.version {

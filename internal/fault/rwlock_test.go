@@ -21,7 +21,7 @@ func TestRWLockAcrossProcesses(t *testing.T) {
 		Namespace:  "rw",
 		TTL:        200 * time.Millisecond,
 		Names:      []string{"a", "b"},
-		RW:         true,
+		Kind:       fault.RWLock,
 		Readers:    4,
 		Backoff:    8 * time.Millisecond,
 		MaxSteps:   3,
@@ -70,7 +70,8 @@ func TestRWLockAcrossProcesses(t *testing.T) {
 		WritesAccepted: res.Accepted,
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
-		Porcupine:      verdict(t, h, ld.TTL, true),
+		EntersLate:     res.EntersLate,
+		Porcupine:      verdict(t, h, ld.TTL, ld.Kind),
 		Notes:          []string{fmt.Sprintf("%d read leases and %d write leases taken", reads, writes), stale(t, res)},
 	})
 }

@@ -60,6 +60,7 @@ type holderLoop struct {
 func (h *holderLoop) run(ctx context.Context, db lock.Db, l lock.Lock[string], name string, res *fault.Resource, rec *fault.Recorder) {
 	bg := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
+		sent := fault.Now()
 		tok, err := l.TryLock(bg, db, name)
 		if err != nil || tok == nil {
 			if err != nil {
@@ -69,7 +70,7 @@ func (h *holderLoop) run(ctx context.Context, db lock.Db, l lock.Lock[string], n
 			continue
 		}
 		w := &fencedWork{res: res, lease: tok, key: l.Key(name), hold: rec.NewHold()}
-		w.version = res.Enter(w.key, w.hold)
+		w.enter(sent, l.TTL())
 		_, err = lock.WhileHeld(bg, tok, func(ctx context.Context) (int, error) { return w.run(ctx, 5*l.TTL()) })
 		switch {
 		case errors.Is(err, lock.ErrLeaseLost):
@@ -290,7 +291,8 @@ func TestServerFaults(t *testing.T) {
 		WritesAccepted: res.Accepted,
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
-		Porcupine:      verdict(t, pre, ttl, false) + " (up to the first kill)",
+		EntersLate:     res.EntersLate,
+		Porcupine:      verdict(t, pre, ttl, ld.Kind) + " (up to the first kill)",
 		Notes: []string{
 			fmt.Sprintf("errors: %d while paused, %d while down, %d once back for 1 s", pauseErrs, downErrs, lateErrs),
 			fmt.Sprintf("WhileHeld: %d completed, %d leases lost; cron: %d runs took the lease, %d found it taken, %d failed, %d panicked", completed, lost, ran, busy, failed, panics.Load()),
