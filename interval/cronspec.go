@@ -34,6 +34,9 @@ func (c *cronSpec) nextSlot(after time.Time) (Slot, bool) {
 		loc, key = after.Location(), time.UTC
 	}
 	w := wallOf(after, loc)
+	if s, ok := c.nextSlotSteady(after, w, loc, key); ok {
+		return s, true
+	}
 	for range maxSteps {
 		next := c.wall.Next(w)
 		if next.IsZero() {
@@ -51,6 +54,29 @@ func (c *cronSpec) nextSlot(after time.Time) (Slot, bool) {
 		w = pastShown(next, at, exact, after, loc)
 	}
 	return Slot{}, false
+}
+
+// nextSlotSteady is nextSlot's fast path, for the usual case: the next
+// wall time that matches shows in the zone period that after is in, far
+// enough from its start that it cannot have shown in the period before. It
+// reports false when the slow path must decide.
+func (c *cronSpec) nextSlotSteady(after, w time.Time, loc, key *time.Location) (Slot, bool) {
+	next := c.wall.Next(w)
+	if next.IsZero() {
+		return Slot{}, false
+	}
+	at := next.Add(after.Sub(w)) // the offset of after's period
+	if loc != time.UTC {
+		start, end := after.In(loc).ZoneBounds()
+		if (!start.IsZero() && at.Sub(start) <= 2*maxOffset) || (!end.IsZero() && !at.Before(end)) {
+			return Slot{}, false
+		}
+	}
+	s := Slot{Start: at.In(after.Location()), zone: key, wall: next.UnixNano()}
+	if key == time.UTC && loc != time.UTC {
+		s.wall = at.UnixNano() // a spec without a zone is named by its instant
+	}
+	return s, true
 }
 
 // pastShown returns the wall time from which nextSlot goes on when the
@@ -79,20 +105,65 @@ func pastShown(next, at time.Time, exact bool, after time.Time, loc *time.Locati
 }
 
 func (c *cronSpec) plan(due, now time.Time) Plan {
-	return planSlots(c, due, now, c.ownSlot)
+	return planSlots(c, due, now, c.ownSlot, c.startsAt)
+}
+
+// starBit marks a robfig field that was "*" or "?".
+const starBit = 1 << 63
+
+// startsAt returns the slot that starts at t, if t is the first instant of
+// a wall time the spec matches and that is plainly so: far from a zone
+// change. It is Plan's fast path for a tick due at its slot; false means
+// "look it up".
+func (c *cronSpec) startsAt(t time.Time) (Slot, bool) {
+	loc, key := c.zone, c.zone
+	if loc == nil {
+		loc, key = t.Location(), time.UTC
+	}
+	w := wallOf(t, loc)
+	f := c.wall
+	hour, minute, second := w.Clock()
+	_, month, day := w.Date()
+	if w.Nanosecond() != 0 || 1<<uint(second)&f.Second == 0 || 1<<uint(minute)&f.Minute == 0 ||
+		1<<uint(hour)&f.Hour == 0 || 1<<uint(month)&f.Month == 0 {
+		return Slot{}, false
+	}
+	dom, dow := 1<<uint(day)&f.Dom != 0, 1<<uint(w.Weekday())&f.Dow != 0
+	if f.Dom&starBit != 0 || f.Dow&starBit != 0 {
+		if !dom || !dow {
+			return Slot{}, false
+		}
+	} else if !dom && !dow {
+		return Slot{}, false
+	}
+	if loc != time.UTC {
+		if start, _ := t.In(loc).ZoneBounds(); !start.IsZero() && t.Sub(start) <= 2*maxOffset {
+			return Slot{}, false
+		}
+	}
+	s := Slot{Start: t, zone: key, wall: w.UnixNano()}
+	if key == time.UTC {
+		s.wall = t.UnixNano()
+	}
+	return s, true
 }
 
 // planSlots is Plan for a policy with slots: the run belongs to the latest
 // slot at or before now, which for a tick due at a slot and handled before
 // the next is that slot; the next tick is the slot after it. own names the
-// slot of a tick that comes before any slot of the policy.
-func planSlots(s slotter, due, now time.Time, own func(time.Time) Slot) Plan {
-	slot, ok := s.nextSlot(due.Add(-time.Nanosecond)) // due's own slot, when due is one
+// slot of a tick that comes before any slot of the policy; startsAt is a
+// fast way to find the slot that starts at due, allowed to say "don't
+// know".
+func planSlots(s slotter, due, now time.Time, own, startsAt func(time.Time) (Slot, bool)) Plan {
+	slot, ok := startsAt(due)
+	if !ok {
+		slot, ok = s.nextSlot(due.Add(-time.Nanosecond)) // due's own slot, when due is one
+	}
 	var next Slot
 	var hasNext bool
 	switch {
 	case !ok:
-		slot = own(due)
+		slot, _ = own(due)
 	case slot.Start.After(now):
 		// due is not a slot (the startup tick): the run belongs to the
 		// slot that now is in, or is one of its own before the first.
@@ -100,7 +171,7 @@ func planSlots(s slotter, due, now time.Time, own func(time.Time) Slot) Plan {
 		if latest, found := latestSlot(s, now.AddDate(-5, 0, 0), now); found {
 			slot = latest
 		} else {
-			slot = own(due)
+			slot, _ = own(due)
 		}
 	default:
 		next, hasNext = s.nextSlot(slot.Start)
@@ -125,12 +196,12 @@ func planSlots(s slotter, due, now time.Time, own func(time.Time) Slot) Plan {
 
 // ownSlot is the slot of a tick before any slot of the spec, named by its
 // time.
-func (c *cronSpec) ownSlot(at time.Time) Slot {
+func (c *cronSpec) ownSlot(at time.Time) (Slot, bool) {
 	zone := c.zone
 	if zone == nil {
 		zone = time.UTC
 	}
-	return Slot{Start: at, wall: wallOf(at, zone).UnixNano(), zone: zone}
+	return Slot{Start: at, wall: wallOf(at, zone).UnixNano(), zone: zone}, true
 }
 
 func (c *cronSpec) next(prevStart, prevFinish time.Time) (time.Time, bool) {
