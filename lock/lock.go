@@ -69,12 +69,12 @@ func (l Lock[N]) TryLock(ctx context.Context, db Db, name N) (*Token, error) {
 	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
-	t := newToken(db.c, l.Key(name), l.f.ttl, l.f.ms)
+	t := newToken(db.c, l.Key(name), l.f.lease, l.f.ms)
 	sent := time.Now()
 	n, err := lockScript.run(ctx, db.c, &t.key, nil, &t.value, l.f.ms)
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	t.held(sent)
+	t.acquired(sent)
 	return t, nil
 }

@@ -302,3 +302,162 @@ func TestClients(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineUsesSentTTL checks that a token's Deadline counts the TTL that
+// Redis was given, in whole milliseconds, not the TTL the lock was built with:
+// a deadline past the real lease lets two holders both believe they hold it.
+func TestDeadlineUsesSentTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	hook := &hookClient{next: srv.Client(t)}
+	db := lock.NewDb(hook)
+	ctx := t.Context()
+	const ttl = 10*time.Second + 999*time.Microsecond
+	const sent = 10 * time.Second // what Redis gets: whole ms, rounded down
+	l := lock.New[string]("sent-ttl", ttl)
+	rw := lock.NewRW[string]("sent-ttl", ttl)
+	// Warm up, so that each operation below is one command (no NOSCRIPT).
+	for _, warm := range []lock.Lease{must(l.TryLock(ctx, db, "warm")), must(rw.TryRead(ctx, db, "warm"))} {
+		warm.Extend(ctx)
+	}
+	w := must(rw.TryWrite(ctx, db, "warm-w"))
+	w.Extend(ctx)
+
+	type lease interface {
+		lock.Lease
+		Release(context.Context) (bool, error)
+	}
+	tests := []struct {
+		name    string
+		acquire func() (lease, error)
+	}{
+		{"TryLock", func() (lease, error) { return l.TryLock(ctx, db, "a") }},
+		{"TryRead", func() (lease, error) { return rw.TryRead(ctx, db, "r") }},
+		{"TryWrite", func() (lease, error) { return rw.TryWrite(ctx, db, "w") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok, err := tt.acquire()
+			if tok == nil || err != nil {
+				t.Fatalf("%s = %v, %v, want a token", tt.name, tok, err)
+			}
+			check := func(op string) {
+				t.Helper()
+				// The command was sent before it reached the client, so a
+				// deadline of sent+TTL is at most that moment plus the TTL.
+				if d := tok.Deadline().Sub(hook.lastEntered()); d > sent || d < sent-time.Second {
+					t.Errorf("after %s: Deadline is %v after the command went out, want at most %v", op, d, sent)
+				}
+			}
+			check(tt.name)
+			if got := tok.TTL(); got != sent {
+				t.Errorf("TTL() = %v, want %v (the lease Redis was given)", got, sent)
+			}
+			if ok, err := tok.Extend(ctx); !ok || err != nil {
+				t.Fatalf("Extend = %v, %v, want true", ok, err)
+			}
+			check("Extend")
+			tok.Release(ctx)
+		})
+	}
+}
+
+// must returns v, the token of an acquire that had to succeed.
+func must[T any](v *T, err error) *T {
+	if v == nil || err != nil {
+		panic(fmt.Sprintf("acquire = %v, %v", v, err))
+	}
+	return v
+}
+
+// TestLateExtendReply has Redis run an Extend and then a Release of one
+// token, and the client handle Release's reply first. Extend's late reply
+// must not bring back the deadline that Release settled: the lock is free,
+// and another client may hold it already.
+func TestLateExtendReply(t *testing.T) {
+	srv := redistest.Start(t)
+	hook := &hookClient{next: srv.Client(t)}
+	db := lock.NewDb(hook)
+	other := lock.NewDb(srv.Client(t))
+	ctx := t.Context()
+	l := lock.New[string]("late-reply", 30*time.Second)
+	rw := lock.NewRW[string]("late-reply", 30*time.Second)
+	type lease interface {
+		lock.Lease
+		Release(context.Context) (bool, error)
+	}
+	tests := []struct {
+		name    string
+		acquire func(db lock.Db) (lease, error)
+	}{
+		{"Token", func(db lock.Db) (lease, error) { return l.TryLock(ctx, db, "a") }},
+		{"ReadToken", func(db lock.Db) (lease, error) { return rw.TryRead(ctx, db, "r") }},
+		{"write Token", func(db lock.Db) (lease, error) { return rw.TryWrite(ctx, db, "w") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok, err := tt.acquire(db)
+			if tok == nil || err != nil {
+				t.Fatalf("acquire = %v, %v", tok, err)
+			}
+			tok.Extend(ctx) // caches the script
+			held := hook.holdNext()
+			extended := make(chan bool)
+			go func() {
+				ok, _ := tok.Extend(ctx)
+				extended <- ok
+			}()
+			release := <-held // Redis has run the Extend; its reply waits
+			if ok, err := tok.Release(ctx); !ok || err != nil {
+				t.Errorf("Release = %v, %v, want true", ok, err)
+			}
+			if !tok.Deadline().IsZero() {
+				t.Errorf("Deadline after Release = %v, want zero", tok.Deadline())
+			}
+			close(release)
+			if ok := <-extended; !ok {
+				t.Errorf("Extend = false, want true (Redis ran it before Release)")
+			}
+			if d := tok.Deadline(); !d.IsZero() {
+				t.Errorf("Deadline after Extend's late reply = %v from now, want zero: Release settled it", time.Until(d))
+			}
+			if next, err := tt.acquire(other); next == nil || err != nil {
+				t.Errorf("acquire by another client = %v, %v, want a token", next, err)
+			} else {
+				next.Release(ctx)
+			}
+		})
+	}
+}
+
+// TestScriptCacheLostWrapped checks the NOSCRIPT fallback through a client
+// that wraps the errors it returns.
+func TestScriptCacheLostWrapped(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	db := lock.NewDb(&hookClient{next: srv.Client(t), wrap: true})
+	ctx := t.Context()
+	rw := lock.NewRW[string]("wrapped", time.Minute)
+	var tok *lock.Token
+	var r *lock.ReadToken
+	ops := []struct {
+		name string
+		op   func() (bool, error)
+	}{
+		{"TryLock", func() (bool, error) { var err error; tok, err = invoices.TryLock(ctx, db, 5); return tok != nil, err }},
+		{"Extend", func() (bool, error) { return tok.Extend(ctx) }},
+		{"Release", func() (bool, error) { return tok.Release(ctx) }},
+		{"TryRead", func() (bool, error) { var err error; r, err = rw.TryRead(ctx, db, "a"); return r != nil, err }},
+		{"ReadToken.Extend", func() (bool, error) { return r.Extend(ctx) }},
+		{"ReadToken.Release", func() (bool, error) { return r.Release(ctx) }},
+		{"TryWrite", func() (bool, error) { var err error; tok, err = rw.TryWrite(ctx, db, "a"); return tok != nil, err }},
+	}
+	// In order: each operation acts on the token the one before took.
+	for _, o := range ops {
+		if err := raw.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := o.op(); !ok || err != nil {
+			t.Fatalf("%s after SCRIPT FLUSH, through a wrapping client = %v, %v, want true", o.name, ok, err)
+		}
+	}
+}

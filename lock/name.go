@@ -44,8 +44,9 @@ func ttlMillis(ttl time.Duration) int64 {
 type family[N any] struct {
 	ns     string
 	ttl    time.Duration
-	ms     any    // the TTL in whole ms, boxed once for the commands' arguments
-	prefix string // the key up to the name
+	ms     any           // the TTL in whole ms, boxed once for the commands' arguments
+	lease  time.Duration // ms as a duration: the lease Redis gives, from which deadlines count
+	prefix string        // the key up to the name
 	kind   reflect.Kind
 	fn     func(N) string // the caller's encoder, when kind is Invalid
 }
@@ -59,10 +60,12 @@ func newFamily[N any](ctor, ns string, ttl time.Duration, kindName, open string)
 	if ttl <= 0 {
 		panic(fmt.Sprintf("lock.%s(%q): ttl is %v, want > 0", ctor, ns, ttl))
 	}
+	ms := ttlMillis(ttl)
 	return family[N]{
 		ns:     ns,
 		ttl:    ttl,
-		ms:     ttlMillis(ttl),
+		ms:     ms,
+		lease:  time.Duration(ms) * time.Millisecond,
 		prefix: keyPrefix + kindName + ":" + open + ns + ":",
 	}
 }

@@ -68,13 +68,13 @@ func (l RWLock[N]) TryRead(ctx context.Context, db Db, name N) (*ReadToken, erro
 	}
 	t := &ReadToken{}
 	t.w, t.r = l.Keys(name)
-	t.init(db.c, l.f.ttl, l.f.ms)
+	t.init(db.c, l.f.lease, l.f.ms)
 	sent := time.Now()
 	n, err := readLock.run(ctx, db.c, &t.w, &t.r, &t.value, l.f.ms)
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	t.held(sent)
+	t.acquired(sent)
 	return t, nil
 }
 
@@ -87,19 +87,19 @@ func (l RWLock[N]) TryWrite(ctx context.Context, db Db, name N) (*Token, error) 
 		return nil, err
 	}
 	w, r := l.Keys(name)
-	t := newToken(db.c, w, l.f.ttl, l.f.ms)
+	t := newToken(db.c, w, l.f.lease, l.f.ms)
 	sent := time.Now()
 	n, err := writeLock.run(ctx, db.c, &t.key, &r, &t.value, l.f.ms)
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	t.held(sent)
+	t.acquired(sent)
 	return t, nil
 }
 
 // ReadToken is the proof of holding a read lease on an [RWLock] name, and the
 // only way to release or extend it. Its methods are safe for concurrent use. A
-// nil *ReadToken's methods return an error.
+// nil *ReadToken's methods return [ErrNilToken].
 //
 // Dropping a ReadToken does not release the lease; it runs out instead.
 type ReadToken struct {
@@ -107,7 +107,7 @@ type ReadToken struct {
 	w, r string
 }
 
-// TTL returns the length of the token's lease.
+// TTL returns the length of the token's lease, as for [Token.TTL].
 func (t *ReadToken) TTL() time.Duration {
 	if t == nil {
 		return 0
@@ -116,7 +116,8 @@ func (t *ReadToken) TTL() time.Duration {
 }
 
 // Deadline returns the time until which the read lease is surely held, as for
-// [Token.Deadline].
+// [Token.Deadline]: zero for good once Release has been sent or Extend has
+// reported the lease ended.
 func (t *ReadToken) Deadline() time.Time {
 	if t == nil {
 		return time.Time{}
@@ -128,7 +129,7 @@ func (t *ReadToken) Deadline() time.Time {
 // false if it had (writers may have held the name since). One round trip.
 func (t *ReadToken) Release(ctx context.Context) (bool, error) {
 	if t == nil {
-		return false, errNilToken
+		return false, ErrNilToken
 	}
 	return t.do(ctx, readUnlock, nil)
 }
@@ -137,7 +138,7 @@ func (t *ReadToken) Release(ctx context.Context) (bool, error) {
 // reports true if it did, false if the lease had ended. One round trip.
 func (t *ReadToken) Extend(ctx context.Context) (bool, error) {
 	if t == nil {
-		return false, errNilToken
+		return false, ErrNilToken
 	}
 	return t.do(ctx, readExtend, t.ms)
 }

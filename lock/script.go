@@ -56,8 +56,11 @@ func (s script) argv(verb string, body any, key1, key2, value *string, ms any) [
 	return argv
 }
 
+// isNoScript reports whether err says that the server lacks the script. It
+// looks through wrapping, since a caller's Client may wrap go-redis's errors,
+// and takes a bare message too, from a Client that builds its own errors.
 func isNoScript(err error) bool {
-	return strings.HasPrefix(err.Error(), "NOSCRIPT")
+	return strings.HasPrefix(err.Error(), "NOSCRIPT") || redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // The scripts below are the whole protocol besides the SET that acquires a
