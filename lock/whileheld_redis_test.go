@@ -1,11 +1,14 @@
 package lock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
@@ -94,6 +97,85 @@ func TestWhileHeldOnRedis(t *testing.T) {
 				t.Logf("work cancelled %v after the fault (TTL %v)", d, faultTTL)
 			}
 			raw.Del(ctx, long.Key("index"))
+		})
+	}
+}
+
+// recommendedClient returns a client of srv with the options a service
+// should give the client behind its locks: ContextTimeoutEnabled, so that an
+// extension stalled on an unresponsive Redis ends at the lease's deadline.
+func recommendedClient(t *testing.T, srv *redistest.Server) *redis.Client {
+	t.Helper()
+	opts := srv.Options()
+	opts.ContextTimeoutEnabled = true
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// extensionsInFlight counts the goroutines of this package's heartbeats that
+// are still calling Extend.
+func extensionsInFlight() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return bytes.Count(buf, []byte("wakuwaku/lock.(*heartbeat).extend("))
+}
+
+// TestWhileHeldRedisPaused pauses Redis while work runs, so that the first
+// extension stalls. WhileHeld must return soon after both work has returned
+// and the lease's deadline has passed. With go-redis's default options the
+// stalled call can't be abandoned: its goroutine ends when the client's
+// ReadTimeout (5 s) fails it. With ContextTimeoutEnabled it ends at the
+// lease's deadline, and WhileHeld waits for it.
+func TestWhileHeldRedisPaused(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	srv := redistest.Start(t)
+	clients := []struct {
+		name    string
+		c       *redis.Client
+		outlive time.Duration // how long the stalled extension may outlive WhileHeld
+	}{
+		{"default options", srv.Client(t), srv.Client(t).Options().ReadTimeout + time.Second},
+		{"ContextTimeoutEnabled", recommendedClient(t, srv), 0},
+	}
+	l := lock.New[string]("paused", ttl)
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			db := lock.NewDb(c.c)
+			tok, err := l.TryLock(ctx, db, c.name)
+			if tok == nil || err != nil {
+				t.Fatalf("TryLock = %v, %v", tok, err)
+			}
+			tok.Extend(ctx) // caches the script
+			deadline := tok.Deadline()
+			start := time.Now()
+			defer srv.Resume(t)
+			got, err := lock.WhileHeld(ctx, tok, func(ctx context.Context) (string, error) {
+				srv.Pause(t) // before the first extension, a third of the TTL in
+				time.Sleep(time.Until(start.Add(400 * time.Millisecond)))
+				return "done", nil
+			})
+			returned := time.Now()
+			inFlight := extensionsInFlight()
+			if got != "done" || err != nil {
+				t.Errorf("WhileHeld = %q, %v, want done, nil: work returned while the lease was held", got, err)
+			}
+			if late := returned.Sub(deadline); late > 400*time.Millisecond {
+				t.Errorf("WhileHeld returned %v after the lease's deadline (work returned at 400ms, lease %v), want soon after it", late, ttl)
+			} else {
+				t.Logf("WhileHeld returned %v after the lease's deadline", late)
+			}
+			if c.outlive == 0 && inFlight != 0 {
+				t.Errorf("%d extensions still in flight when WhileHeld returned, want 0", inFlight)
+			}
+			for extensionsInFlight() != 0 {
+				if time.Since(returned) > c.outlive {
+					t.Fatalf("an extension still in flight %v after WhileHeld returned, want it gone within %v", time.Since(returned), c.outlive)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Logf("the stalled extension outlived WhileHeld by %v", time.Since(returned).Round(10*time.Millisecond))
 		})
 	}
 }
