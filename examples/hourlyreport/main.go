@@ -4,9 +4,11 @@
 // Each replica is what a service's main would be: its own Redis client, a
 // ServiceBuilder with the job, Start, and a graceful Shutdown on exit. The
 // job runs in every replica, at startup and then at least an interval
-// apart, and takes a lease that covers most of the interval and is never
-// released: the first replica to tick runs the report, the others find the
-// lease held until the next interval.
+// apart. It implements cron.Leased, as in the README: before each run the
+// runtime takes a lease that covers most of the interval and is never
+// released, so the first replica to tick runs the report and the others
+// skip it until the next interval. With -seed the job takes that lease
+// itself, the seed's way, with the same key and the same effect.
 //
 // By default the replicas share an embedded Redis, and an "hour" lasts two
 // seconds:
@@ -14,7 +16,11 @@
 //	go run ./examples/hourlyreport                   # until Ctrl-C
 //	go run ./examples/hourlyreport -duration 10s
 //	go run ./examples/hourlyreport -redis redis://127.0.0.1:6379/0 -hour 1m
-//	go run ./examples/hourlyreport -builtin    # the runtime takes the lease
+//	go run ./examples/hourlyreport -seed             # the job takes the lease
+//
+// The first Ctrl-C (or SIGTERM) shuts the replicas down gracefully, waiting
+// up to 10 seconds for the runs in progress; a second one exits at once,
+// with a non-zero status.
 package main
 
 import (
@@ -40,17 +46,19 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// Replica is the dependency an HourlyReport is built from: the replica's
+// Replica is the dependency a report job is built from: the replica's
 // Redis handle and the demo's knobs.
 type Replica struct {
 	Name   string
 	Db     lock.Db
 	Hour   time.Duration     // the report's interval
-	Lease  lock.Lock[string] // held for 55/60 of Hour and never released
+	Lease  lock.Lock[string] // for -seed: held for 55/60 of Hour and never released
 	Events chan<- Event      // what the demo prints
 }
 
-// HourlyReport builds a report once per interval across all replicas.
+// HourlyReport builds a report once per interval across all replicas. It
+// declares, by implementing cron.Leased, that it runs once per interval
+// across replicas, and the runtime takes the lease before each run.
 type HourlyReport struct {
 	r Replica
 }
@@ -59,47 +67,46 @@ type HourlyReport struct {
 // replica's dependency.
 func NewHourlyReport(r Replica) *HourlyReport { return &HourlyReport{r: r} }
 
+// Name is the job's name, and so its lease's: the same in every replica.
+func (j *HourlyReport) Name() string { return "hourly-report" }
+
 // Interval spaces the runs of one replica at least an interval apart, never
 // overlapping, which the lease arithmetic relies on.
 func (j *HourlyReport) Interval() interval.Interval { return interval.AtLeast(j.r.Hour) }
 
-// Process runs the report unless another replica has run it this interval.
+// Lease asks for the runtime's lease, with its default TTL of 11/12 of the
+// interval.
+func (j *HourlyReport) Lease() cron.Lease { return cron.Lease{Db: j.r.Db} }
+
+// Process runs only when this replica holds the interval's lease.
 func (j *HourlyReport) Process(ctx context.Context, tick cron.Tick) error {
+	j.r.Events <- Event{Replica: j.r.Name, At: tick.Scheduled, Kind: Ran}
+	return buildReport(ctx, j.r.Hour/10)
+}
+
+// SeedReport is HourlyReport the seed's way: the job takes the lease itself,
+// on the same key, and returns when another replica holds it.
+type SeedReport struct {
+	r Replica
+}
+
+// NewSeedReport is SeedReport's constructor.
+func NewSeedReport(r Replica) *SeedReport { return &SeedReport{r: r} }
+
+// Interval is as for HourlyReport.
+func (j *SeedReport) Interval() interval.Interval { return interval.AtLeast(j.r.Hour) }
+
+// Process runs the report unless another replica has run it this interval.
+func (j *SeedReport) Process(ctx context.Context, tick cron.Tick) error {
 	lease, err := j.r.Lease.TryLock(ctx, j.r.Db, "hourly-report")
 	if err != nil {
 		return err // logged by the runtime; the job keeps its schedule
 	}
 	if lease == nil {
-		j.r.Events <- Event{Replica: j.r.Name, At: tick.Scheduled, Ran: false}
+		j.r.Events <- Event{Replica: j.r.Name, At: tick.Scheduled, Kind: Skipped}
 		return nil // another replica ran it this interval
 	}
-	j.r.Events <- Event{Replica: j.r.Name, At: tick.Scheduled, Ran: true}
-	return buildReport(ctx, j.r.Hour/10)
-}
-
-// LeasedReport is HourlyReport with the lease left to the runtime: it
-// declares, by implementing cron.Leased, that it runs once per interval
-// across replicas, and the runtime takes the lease before each run.
-type LeasedReport struct {
-	r Replica
-}
-
-// NewLeasedReport is LeasedReport's constructor.
-func NewLeasedReport(r Replica) *LeasedReport { return &LeasedReport{r: r} }
-
-// Name is the job's name, and so its lease's: the same in every replica.
-func (j *LeasedReport) Name() string { return "hourly-report" }
-
-// Interval is as for HourlyReport.
-func (j *LeasedReport) Interval() interval.Interval { return interval.AtLeast(j.r.Hour) }
-
-// Lease asks for the runtime's lease, with its default TTL of 11/12 of the
-// interval.
-func (j *LeasedReport) Lease() cron.Lease { return cron.Lease{Db: j.r.Db} }
-
-// Process runs only when this replica holds the interval's lease.
-func (j *LeasedReport) Process(ctx context.Context, tick cron.Tick) error {
-	j.r.Events <- Event{Replica: j.r.Name, At: tick.Scheduled, Ran: true}
+	j.r.Events <- Event{Replica: j.r.Name, At: tick.Scheduled, Kind: Ran}
 	return buildReport(ctx, j.r.Hour/10)
 }
 
@@ -113,55 +120,103 @@ func buildReport(ctx context.Context, takes time.Duration) error {
 	}
 }
 
-// Event is one tick of one replica: it ran the report, or found it held.
+// EventKind says what an Event reports.
+type EventKind int
+
+// The kinds of Event.
+const (
+	Started EventKind = iota // the replica started its jobs
+	Ran                      // the replica ran the report
+	Skipped                  // the replica found the lease held and skipped the report
+	Note                     // a line of the demo's own (Event.Note)
+)
+
+// Event is one thing that happened in one replica, in the order the
+// printer prints it.
 type Event struct {
 	Replica string
-	At      time.Time // when the tick was due
-	Ran     bool
+	At      time.Time // when the tick was due, or when the replica started
+	Kind    EventKind
+	Note    string
+}
+
+// config is what the command line says.
+type config struct {
+	hour     time.Duration // the report's interval
+	duration time.Duration // 0: until a signal
+	redisURL string        // "": an embedded Redis
+	replicas int
+	seed     bool // the job takes the lease, instead of the runtime
 }
 
 func main() {
-	hour := flag.Duration("hour", 2*time.Second, "the report's interval (an hour in production)")
-	duration := flag.Duration("duration", 0, "stop by itself after this long (0: run until Ctrl-C)")
-	redisURL := flag.String("redis", "", "a real Redis, as redis://host:port/db (default: an embedded one)")
-	replicas := flag.Int("replicas", 3, "how many replicas to run")
-	builtin := flag.Bool("builtin", false, "let the runtime take the lease (cron.Leased) instead of the job")
-	flag.Parse()
-	if err := run(os.Stdout, *hour, *duration, *redisURL, *replicas, *builtin); err != nil {
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		os.Exit(2) // the flag package has said why
+	}
+	if err := run(os.Stdout, cfg); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(out io.Writer, hour, duration time.Duration, redisURL string, replicas int, builtin bool) error {
-	if hour < 10*time.Millisecond || replicas < 1 || duration < 0 {
+// parseFlags reads the command line.
+func parseFlags(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("hourlyreport", flag.ContinueOnError)
+	fs.DurationVar(&cfg.hour, "hour", 2*time.Second, "the report's interval (an hour in production)")
+	fs.DurationVar(&cfg.duration, "duration", 0, "stop by itself after this long (0: run until Ctrl-C)")
+	fs.StringVar(&cfg.redisURL, "redis", "", "a real Redis, as redis://host:port/db (default: an embedded one)")
+	fs.IntVar(&cfg.replicas, "replicas", 3, "how many replicas to run")
+	fs.BoolVar(&cfg.seed, "seed", false, "let the job take the lease by hand (the seed's way) instead of the runtime (cron.Leased)")
+	return cfg, fs.Parse(args)
+}
+
+// errSecondSignal is run's error when a second signal cut the shutdown short.
+var errSecondSignal = errors.New("second signal: exiting without waiting for the runs in progress")
+
+// run runs cfg.replicas replicas until cfg.duration has passed or a signal
+// comes, then shuts them down. A second signal during the shutdown ends it
+// at once, and run returns errSecondSignal.
+func run(out io.Writer, cfg config) error {
+	hour := cfg.hour
+	if hour < 10*time.Millisecond || cfg.replicas < 1 || cfg.duration < 0 {
 		return errors.New("want -hour ≥ 10ms, -replicas ≥ 1 and -duration ≥ 0")
 	}
 	out = &lockedWriter{w: out} // the printer and run both write to it
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if duration > 0 {
+	if cfg.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
+		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
 		defer cancel()
 	}
 
-	opts, closeRedis, err := redisOptions(redisURL)
+	opts, closeRedis, err := redisOptions(cfg.redisURL)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
 
-	lease := lock.New[string]("cron", hour*55/60)
+	lease := lock.New[string]("cron", hour*55/60) // the runtime's default is the same 11/12
 	events := make(chan Event, 64)
 	printed := make(chan struct{})
-	go printIntervals(out, events, replicas, printed)
+	go printIntervals(out, events, cfg.replicas, printed)
 
-	fmt.Fprintf(out, "%d replicas, an interval of %v, a lease of %v\n", replicas, hour, lease.TTL())
+	apart := hour / time.Duration(cfg.replicas)
+	who := "the runtime takes it (cron.Leased)"
+	if cfg.seed {
+		who = "the job takes it (-seed)"
+	}
+	fmt.Fprintf(out, "an interval of %v, a lease of %v: %s; a replica starts every %v\n",
+		round(hour), round(lease.TTL()), who, round(apart))
 	var running []*wakuwaku.Crons
 	start := time.Now()
-	for i := range replicas {
+	for i := range cfg.replicas {
 		// Replicas start at offset times, as they do after a deploy.
-		if !sleep(ctx, time.Until(start.Add(time.Duration(i)*hour/time.Duration(replicas)))) {
+		if !sleep(ctx, time.Until(start.Add(time.Duration(i)*apart))) {
 			break
 		}
 		client := redis.NewClient(opts)
@@ -173,17 +228,18 @@ func run(out io.Writer, hour, duration time.Duration, redisURL string, replicas 
 			Lease:  lease,
 			Events: events,
 		}
+		events <- Event{Replica: dep.Name, At: time.Now(), Kind: Started}
 		b := wakuwaku.NewServiceBuilder(dep)
-		if builtin {
-			wakuwaku.CronJob(b, NewLeasedReport).WithCronOptions(cron.WithObserver(cron.Observer{
+		if cfg.seed {
+			wakuwaku.CronJob(b, NewSeedReport)
+		} else {
+			wakuwaku.CronJob(b, NewHourlyReport).WithCronOptions(cron.WithObserver(cron.Observer{
 				RunSkipped: func(tick cron.Tick, reason string, _ error) {
 					if reason == cron.ReasonLeaseHeld {
-						events <- Event{Replica: dep.Name, At: tick.Scheduled, Ran: false}
+						events <- Event{Replica: dep.Name, At: tick.Scheduled, Kind: Skipped}
 					}
 				},
 			}))
-		} else {
-			wakuwaku.CronJob(b, NewHourlyReport)
 		}
 		_, crons, err := b.Start()
 		if err != nil {
@@ -193,17 +249,45 @@ func run(out io.Writer, hour, duration time.Duration, redisURL string, replicas 
 	}
 
 	<-ctx.Done()
-	fmt.Fprintln(out, "shutting down: waiting for runs in progress")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The first signal (or the end of -duration) asks for a graceful
+	// shutdown. From here on a signal is no longer ctx's: stop that, and
+	// listen again, so that a second signal ends the grace at once.
+	stop()
+	force, cancelForce := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancelForce()
+	events <- Event{Kind: Note, Note: fmt.Sprintf("shutting down %s: waiting for runs in progress (Ctrl-C again to exit at once)", plural(len(running), "replica"))}
+	shutdownCtx, cancel := context.WithTimeout(force, 10*time.Second)
 	defer cancel()
 	var errs []error
 	for _, c := range running {
 		errs = append(errs, c.Shutdown(shutdownCtx))
 	}
+	if force.Err() != nil {
+		// Runs may still be going, and may still send events: leave
+		// events open, and return at once.
+		return errSecondSignal
+	}
 	close(events)
 	<-printed
 	fmt.Fprintln(out, "all replicas stopped")
 	return errors.Join(errs...)
+}
+
+// round rounds d for printing: to the millisecond under a second, to the
+// hundredth of a second above.
+func round(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Millisecond)
+}
+
+// plural says "1 replica", "3 replicas".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // redisOptions returns how to reach Redis: url, or an embedded server whose
@@ -262,45 +346,56 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// printIntervals prints one line per interval: the replica that ran the
-// report and those that found it held. An interval starts with a run; its
-// line is printed once every replica ticked in it, or when the next
-// interval starts.
+// printIntervals prints the events: a line per replica that starts, and one
+// line per interval, with the replica that ran the report and those that
+// skipped it. An interval starts with a run; its line is printed once every
+// replica ticked in it, or when the next interval starts, or before a note.
 func printIntervals(out io.Writer, events <-chan Event, replicas int, done chan<- struct{}) {
 	defer close(done)
 	var (
-		n     int
-		ran   *Event
-		held  []string
-		first time.Time
+		n       int
+		ran     *Event
+		skipped []string
+		first   time.Time
 	)
 	flush := func() {
 		if ran == nil {
 			return
 		}
 		line := fmt.Sprintf("interval %d at %6.2fs: report by %s", n, ran.At.Sub(first).Seconds(), ran.Replica)
-		if len(held) > 0 {
-			line += "; held for " + strings.Join(held, ", ")
+		if len(skipped) > 0 {
+			line += "; " + strings.Join(skipped, ", ")
 		}
 		fmt.Fprintln(out, line)
-		ran, held = nil, nil
+		ran, skipped = nil, nil
 	}
 	for e := range events {
+		switch e.Kind {
+		case Started:
+			fmt.Fprintf(out, "%s started\n", e.Replica)
+			continue
+		case Note:
+			flush()
+			fmt.Fprintln(out, e.Note)
+			continue
+		}
 		if first.IsZero() {
 			first = e.At
 		}
-		if e.Ran {
+		switch {
+		case e.Kind == Ran:
 			flush()
 			n++
 			ran = &e
-		} else if ran == nil {
+		case ran == nil:
 			// The lease was taken before this program started (a real
-			// Redis, a previous run): nobody here ran this interval.
-			fmt.Fprintf(out, "%s found the lease of an earlier run held\n", e.Replica)
-		} else {
-			held = append(held, fmt.Sprintf("%s (+%.2fs)", e.Replica, e.At.Sub(ran.At).Seconds()))
+			// Redis, a previous run), or its interval's line is printed:
+			// nobody here ran this interval since.
+			fmt.Fprintf(out, "%s skipped: the lease of an earlier run is held\n", e.Replica)
+		default:
+			skipped = append(skipped, fmt.Sprintf("%s skipped at %+.2fs", e.Replica, e.At.Sub(ran.At).Seconds()))
 		}
-		if ran != nil && 1+len(held) == replicas {
+		if ran != nil && 1+len(skipped) == replicas {
 			flush()
 		}
 	}

@@ -8,29 +8,50 @@ import (
 )
 
 // TestRun runs the demo briefly, both ways, and checks that every interval
-// was run by exactly one replica while the others found the lease held.
+// was run by exactly one replica while the others skipped it.
 func TestRun(t *testing.T) {
-	for _, builtin := range []bool{false, true} {
-		name := map[bool]string{false: "job takes the lease", true: "runtime takes the lease"}[builtin]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seed bool
+		who  string
+	}{
+		{"runtime takes the lease", false, "the runtime takes it (cron.Leased)"},
+		{"job takes the lease", true, "the job takes it (-seed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var out strings.Builder
-			if err := run(&out, 300*time.Millisecond, 1500*time.Millisecond, "", 3, builtin); err != nil {
+			cfg := config{hour: 300 * time.Millisecond, duration: 1500 * time.Millisecond, replicas: 3, seed: tc.seed}
+			if err := run(&out, cfg); err != nil {
 				t.Fatalf("run = %v", err)
 			}
-			line := regexp.MustCompile(`^interval (\d+) at +[\d.]+s: report by (replica-\d)(; held for .*)?$`)
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if want := "an interval of 300ms, a lease of 275ms: " + tc.who + "; a replica starts every 100ms"; lines[0] != want {
+				t.Errorf("first line = %q, want %q", lines[0], want)
+			}
+			line := regexp.MustCompile(`^interval (\d+) at +[\d.]+s: report by (replica-\d)((; |, )replica-\d skipped at [+-]\d+\.\d\ds)*$`)
 			intervals := 0
-			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			for _, l := range lines {
+				if !strings.HasPrefix(l, "interval ") {
+					continue
+				}
 				m := line.FindStringSubmatch(l)
 				if m == nil {
+					t.Errorf("%q: does not read as an interval line", l)
 					continue
 				}
 				intervals++
-				if strings.Contains(m[3], m[2]) {
-					t.Errorf("%q: the replica that ran the report also found it held", l)
+				if strings.Contains(l, m[2]+" skipped") {
+					t.Errorf("%q: the replica that ran the report also skipped it", l)
 				}
 			}
 			if intervals < 3 {
 				t.Errorf("%d interval lines in 5 intervals; output:\n%s", intervals, out.String())
+			}
+			for _, r := range []string{"replica-1", "replica-2", "replica-3"} {
+				if n := strings.Count(out.String(), "\n"+r+" started\n"); n != 1 {
+					t.Errorf("%q started %d times, want once; output:\n%s", r, n, out.String())
+				}
 			}
 			if !strings.HasSuffix(strings.TrimSpace(out.String()), "all replicas stopped") {
 				t.Errorf("output does not end with the shutdown:\n%s", out.String())
@@ -39,12 +60,47 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunAnnouncesWhatStarts runs the demo for less time than the replicas'
+// offsets: it must announce only the replica it started, and print its
+// durations rounded.
+func TestRunAnnouncesWhatStarts(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	cfg := config{hour: 10 * time.Second, duration: 300 * time.Millisecond, replicas: 3}
+	if err := run(&out, cfg); err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	want := []string{
+		"an interval of 10s, a lease of 9.17s: the runtime takes it (cron.Leased); a replica starts every 3.33s",
+		"replica-1 started",
+		"interval 1 at   0.00s: report by replica-1",
+		"shutting down 1 replica: waiting for runs in progress (Ctrl-C again to exit at once)",
+		"all replicas stopped",
+	}
+	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), strings.Join(want, "\n"))
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags(nil)
+	if err != nil {
+		t.Fatalf("parseFlags() = %v", err)
+	}
+	if cfg.seed || cfg.redisURL != "" || cfg.hour != 2*time.Second || cfg.replicas != 3 {
+		t.Errorf("parseFlags() = %+v, want the runtime's lease on an embedded Redis, 3 replicas, an hour of 2s", cfg)
+	}
+	if cfg, err := parseFlags([]string{"-seed"}); err != nil || !cfg.seed {
+		t.Errorf("parseFlags(-seed) = %+v, %v, want seed", cfg, err)
+	}
+}
+
 func TestRunRefusesBadFlags(t *testing.T) {
 	var out strings.Builder
-	if err := run(&out, 0, time.Second, "", 3, false); err == nil {
+	if err := run(&out, config{hour: 0, duration: time.Second, replicas: 3}); err == nil {
 		t.Error("run with -hour 0 = nil error, want an error")
 	}
-	if err := run(&out, time.Second, time.Second, "not a url", 3, false); err == nil {
+	if err := run(&out, config{hour: time.Second, duration: time.Second, redisURL: "not a url", replicas: 3}); err == nil {
 		t.Error("run with a bad -redis = nil error, want an error")
 	}
 }
