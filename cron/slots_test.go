@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -284,7 +285,7 @@ func TestStartRefusesPanics(t *testing.T) {
 				rt.Shutdown(context.Background())
 				t.Fatalf("Start = nil, want an error")
 			}
-			if !errors.Is(err, cron.ErrInvalidJob) || !contains(err.Error(), tc.want) {
+			if !errors.Is(err, cron.ErrInvalidJob) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Start = %v, want ErrInvalidJob with %q", err, tc.want)
 			}
 		})
@@ -331,15 +332,6 @@ type intervalFunc struct {
 func (j *intervalFunc) Name() string                             { return j.name }
 func (j *intervalFunc) Interval() interval.Interval              { return j.every() }
 func (j *intervalFunc) Process(context.Context, cron.Tick) error { return nil }
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}
 
 func mustParse(t *testing.T, s string) time.Time {
 	t.Helper()
