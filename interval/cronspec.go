@@ -16,6 +16,9 @@ type cronSpec struct {
 	// zone is the spec's CRON_TZ zone; nil reads the spec in the zone of
 	// the time it is asked about.
 	zone *time.Location
+	// fields is wall's bit fields, for the fast path of nextWall and
+	// startsAt.
+	fields fields
 }
 
 // maxSteps bounds nextSlot's search past wall times that already showed:
@@ -38,7 +41,7 @@ func (c *cronSpec) nextSlot(after time.Time) (Slot, bool) {
 		return s, true
 	}
 	for range maxSteps {
-		next := c.wall.Next(w)
+		next := c.nextWall(w)
 		if next.IsZero() {
 			return Slot{}, false
 		}
@@ -61,12 +64,13 @@ func (c *cronSpec) nextSlot(after time.Time) (Slot, bool) {
 // enough from its start that it cannot have shown in the period before. It
 // reports false when the slow path must decide.
 func (c *cronSpec) nextSlotSteady(after, w time.Time, loc, key *time.Location) (Slot, bool) {
-	next := c.wall.Next(w)
+	next := c.nextWall(w)
 	if next.IsZero() {
 		return Slot{}, false
 	}
-	at := next.Add(after.Sub(w)) // the offset of after's period
+	at := next // in UTC, the wall time is the instant
 	if loc != time.UTC {
+		at = next.Add(after.Sub(w)) // the offset of after's period
 		start, end := after.In(loc).ZoneBounds()
 		if (!start.IsZero() && at.Sub(start) <= 2*maxOffset) || (!end.IsZero() && !at.Before(end)) {
 			return Slot{}, false
@@ -104,10 +108,6 @@ func pastShown(next, at time.Time, exact bool, after time.Time, loc *time.Locati
 	return w
 }
 
-func (c *cronSpec) plan(due, now time.Time) Plan {
-	return planSlots(c, due, now, c.ownSlot, c.startsAt)
-}
-
 // starBit marks a robfig field that was "*" or "?".
 const starBit = 1 << 63
 
@@ -121,19 +121,7 @@ func (c *cronSpec) startsAt(t time.Time) (Slot, bool) {
 		loc, key = t.Location(), time.UTC
 	}
 	w := wallOf(t, loc)
-	f := c.wall
-	hour, minute, second := w.Clock()
-	_, month, day := w.Date()
-	if w.Nanosecond() != 0 || 1<<uint(second)&f.Second == 0 || 1<<uint(minute)&f.Minute == 0 ||
-		1<<uint(hour)&f.Hour == 0 || 1<<uint(month)&f.Month == 0 {
-		return Slot{}, false
-	}
-	dom, dow := 1<<uint(day)&f.Dom != 0, 1<<uint(w.Weekday())&f.Dow != 0
-	if f.Dom&starBit != 0 || f.Dow&starBit != 0 {
-		if !dom || !dow {
-			return Slot{}, false
-		}
-	} else if !dom && !dow {
+	if u := w.Unix(); u < 0 || w.Nanosecond() != 0 || !c.fields.matches(u) {
 		return Slot{}, false
 	}
 	if loc != time.UTC {
@@ -148,38 +136,36 @@ func (c *cronSpec) startsAt(t time.Time) (Slot, bool) {
 	return s, true
 }
 
-// planSlots is Plan for a policy with slots: the run belongs to the latest
-// slot at or before now, which for a tick due at a slot and handled before
-// the next is that slot; the next tick is the slot after it. own names the
-// slot of a tick that comes before any slot of the policy; startsAt is a
-// fast way to find the slot that starts at due, allowed to say "don't
-// know".
-func planSlots(s slotter, due, now time.Time, own, startsAt func(time.Time) (Slot, bool)) Plan {
-	slot, ok := startsAt(due)
+// plan is Plan for a field spec: the run belongs to the latest slot at or
+// before now, which for a tick due at a slot and handled before the next is
+// that slot; the next tick is the slot after it. A tick that comes before
+// any slot of the spec (a startup run) has a slot of its own.
+func (c *cronSpec) plan(due, now time.Time) Plan {
+	slot, ok := c.startsAt(due) // the fast way, allowed to say "don't know"
 	if !ok {
-		slot, ok = s.nextSlot(due.Add(-time.Nanosecond)) // due's own slot, when due is one
+		slot, ok = c.nextSlot(due.Add(-time.Nanosecond)) // due's own slot, when due is one
 	}
 	var next Slot
 	var hasNext bool
 	switch {
 	case !ok:
-		slot, _ = own(due)
+		slot, _ = c.ownSlot(due)
 	case slot.Start.After(now):
 		// due is not a slot (the startup tick): the run belongs to the
 		// slot that now is in, or is one of its own before the first.
 		next, hasNext = slot, true
-		if latest, found := latestSlot(s, now.AddDate(-5, 0, 0), now); found {
+		if latest, found := latestSlot(c, now.AddDate(-5, 0, 0), now); found {
 			slot = latest
 		} else {
-			slot, _ = own(due)
+			slot, _ = c.ownSlot(due)
 		}
 	default:
-		next, hasNext = s.nextSlot(slot.Start)
+		next, hasNext = c.nextSlot(slot.Start)
 		if hasNext && !next.Start.After(now) {
 			// Later slots have passed too: the tick came late, and runs
 			// the latest of them.
-			slot, _ = latestSlot(s, slot.Start, now)
-			next, hasNext = s.nextSlot(slot.Start)
+			slot, _ = latestSlot(c, slot.Start, now)
+			next, hasNext = c.nextSlot(slot.Start)
 		}
 	}
 	p := Plan{Scheduled: due, Slot: slot, Late: slot.Start.After(due)}

@@ -122,6 +122,7 @@ func parse(spec string) (p slotPolicy, err error) {
 	wall := *fields
 	wall.Location = time.UTC
 	c.wall = &wall
+	c.fields = fieldsOf(&wall)
 	return c, nil
 }
 
