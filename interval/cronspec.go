@@ -2,6 +2,7 @@ package interval
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	robfig "github.com/robfig/cron/v3"
@@ -71,8 +72,7 @@ func (c *cronSpec) nextSlotSteady(after, w time.Time, loc, key *time.Location) (
 	at := next // in UTC, the wall time is the instant
 	if loc != time.UTC {
 		at = next.Add(after.Sub(w)) // the offset of after's period
-		start, end := after.In(loc).ZoneBounds()
-		if (!start.IsZero() && at.Sub(start) <= 2*maxOffset) || (!end.IsZero() && !at.Before(end)) {
+		if periodOf(after, loc).nearChange(at) {
 			return Slot{}, false
 		}
 	}
@@ -125,7 +125,7 @@ func (c *cronSpec) startsAt(t time.Time) (Slot, bool) {
 		return Slot{}, false
 	}
 	if loc != time.UTC {
-		if start, _ := t.In(loc).ZoneBounds(); !start.IsZero() && t.Sub(start) <= 2*maxOffset {
+		if periodOf(t, loc).nearChange(t) {
 			return Slot{}, false
 		}
 	}
@@ -141,6 +141,55 @@ func (c *cronSpec) startsAt(t time.Time) (Slot, bool) {
 // that slot; the next tick is the slot after it. A tick that comes before
 // any slot of the spec (a startup run) has a slot of its own.
 func (c *cronSpec) plan(due, now time.Time) Plan {
+	if p, ok := c.planSteady(due, now); ok {
+		return p
+	}
+	return c.planSlow(due, now)
+}
+
+// planSteady is plan's fast path, for the ticks of a job due every second
+// or every few minutes: due is a slot, far from a zone change, and the next
+// slot comes within due's hour of wall time, in the same zone period, after
+// now. It works in Unix seconds, and reports false when planSlow must
+// decide.
+func (c *cronSpec) planSteady(due, now time.Time) (Plan, bool) {
+	loc, key := c.zone, c.zone
+	if loc == nil {
+		loc, key = due.Location(), time.UTC
+	}
+	if due.Nanosecond() != 0 {
+		return Plan{}, false
+	}
+	u, offset, end := due.Unix(), int64(0), int64(math.MaxInt64)
+	if loc != time.UTC {
+		p := periodOf(due, loc)
+		if p.nearChange(due) {
+			return Plan{}, false
+		}
+		offset, end = p.offset, p.end
+	}
+	w := u + offset // due's wall time, read as UTC
+	if w < 0 || !c.fields.matches(w) {
+		return Plan{}, false
+	}
+	nw, ok := c.fields.nextInHour(w)
+	n := nw - offset
+	if !ok || n >= end {
+		return Plan{}, false
+	}
+	next := time.Unix(n, 0).In(due.Location())
+	if !next.After(now) {
+		return Plan{}, false // the tick came late
+	}
+	slot := Slot{Start: due, End: next, zone: key, wall: w * int64(time.Second)}
+	if key == time.UTC {
+		slot.wall = u * int64(time.Second) // a spec without a zone is named by its instant
+	}
+	return Plan{Scheduled: due, Slot: slot, Next: next, HasNext: true}, true
+}
+
+// planSlow is plan for any tick.
+func (c *cronSpec) planSlow(due, now time.Time) Plan {
 	slot, ok := c.startsAt(due) // the fast way, allowed to say "don't know"
 	if !ok {
 		slot, ok = c.nextSlot(due.Add(-time.Nanosecond)) // due's own slot, when due is one

@@ -1,6 +1,8 @@
 package interval
 
 import (
+	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,8 +101,49 @@ func wallOf(t time.Time, loc *time.Location) time.Time {
 	if loc == time.UTC {
 		return t.UTC()
 	}
-	_, offset := t.In(loc).Zone()
-	return t.UTC().Add(time.Duration(offset) * time.Second)
+	return t.UTC().Add(time.Duration(periodOf(t, loc).offset) * time.Second)
+}
+
+// zonePeriod is a stretch of time in which a zone's clocks keep one offset
+// from UTC: from start (inclusive) to end (exclusive), in Unix seconds.
+type zonePeriod struct {
+	loc        *time.Location
+	start, end int64 // math.MinInt64 and math.MaxInt64 when unbounded
+	offset     int64 // seconds east of UTC
+}
+
+// lastPeriod is the zone period that periodOf found last. A scheduler asks
+// about one zone, most often time.Local, again and again; one entry spares
+// it time.Location's lookups, and a program that asks about several zones
+// in turn only looks them up as before.
+var lastPeriod atomic.Pointer[zonePeriod]
+
+// periodOf returns the zone period of loc that t is in.
+func periodOf(t time.Time, loc *time.Location) *zonePeriod {
+	u := t.Unix()
+	if p := lastPeriod.Load(); p != nil && p.loc == loc && p.start <= u && u < p.end {
+		return p
+	}
+	lt := t.In(loc)
+	_, offset := lt.Zone()
+	p := &zonePeriod{loc: loc, start: math.MinInt64, end: math.MaxInt64, offset: int64(offset)}
+	start, end := lt.ZoneBounds()
+	if !start.IsZero() {
+		p.start = start.Unix()
+	}
+	if !end.IsZero() {
+		p.end = end.Unix()
+	}
+	lastPeriod.Store(p)
+	return p
+}
+
+// nearChange reports whether at is within 2*maxOffset after the start of
+// the zone period p, or at or after its end: too near a change for the
+// fast paths, which assume one offset around at.
+func (p *zonePeriod) nearChange(at time.Time) bool {
+	u := at.Unix()
+	return (p.start != math.MinInt64 && u-p.start <= int64(2*maxOffset/time.Second)) || u >= p.end
 }
 
 // maxOffset bounds how far any zone's clock has been from UTC (the widest

@@ -96,3 +96,125 @@ func TestNextWallAgreesWithRobfig(t *testing.T) {
 	}
 	t.Logf("%d cases took the fast path", fast)
 }
+
+// samePlan reports how a and b differ, or "" if they do not.
+func samePlan(a, b Plan) string {
+	ka, _ := a.Slot.Key()
+	kb, _ := b.Slot.Key()
+	switch {
+	case !a.Scheduled.Equal(b.Scheduled):
+		return "Scheduled"
+	case !a.Slot.Start.Equal(b.Slot.Start) || !a.Slot.End.Equal(b.Slot.End):
+		return "Slot"
+	case ka != kb:
+		return "Slot.Key"
+	case a.Late != b.Late || a.Overlap != b.Overlap || a.AtFinish != b.AtFinish:
+		return "flags"
+	case a.HasNext != b.HasNext || !a.Next.Equal(b.Next) || a.Next.Location() != b.Next.Location():
+		return "Next"
+	}
+	return ""
+}
+
+// TestPlanSteadyAgreesWithPlanSlow checks plan's fast path against its
+// long way, for random specs in zones with and without daylight saving,
+// around their changes too.
+func TestPlanSteadyAgreesWithPlanSlow(t *testing.T) {
+	var zones []*time.Location
+	for _, name := range []string{"America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zones = append(zones, loc)
+	}
+	zones = append(zones, time.UTC, time.Local)
+	r := rand.New(rand.NewPCG(3, 5))
+	lo := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	span := int64(10 * 365 * 24 * 3600)
+	fast := 0
+	for range 3000 {
+		spec := randomSpec(r)
+		if r.IntN(3) == 0 {
+			spec = "CRON_TZ=" + zones[r.IntN(3)].String() + " " + spec
+		}
+		p, err := parse(spec)
+		if err != nil {
+			continue
+		}
+		c := p.(*cronSpec)
+		for range 20 {
+			loc := zones[r.IntN(len(zones))]
+			at := time.Unix(lo+r.Int64N(span), 0).In(loc)
+			if r.IntN(2) == 0 {
+				// Near a change of the zone, where the fast path must
+				// step aside.
+				if _, end := at.ZoneBounds(); !end.IsZero() {
+					at = end.Add(time.Duration(r.IntN(7200)-3600) * time.Second)
+				}
+			}
+			slot, ok := c.nextSlot(at)
+			if !ok {
+				continue
+			}
+			due := slot.Start
+			if r.IntN(4) == 0 {
+				due = at // not always a slot
+			}
+			now := due.Add(time.Duration(r.Int64N(int64(3 * time.Second))))
+			if r.IntN(5) == 0 {
+				now = due.Add(time.Duration(r.Int64N(int64(2 * time.Hour)))) // late
+			}
+			steady, ok := c.planSteady(due, now)
+			if !ok {
+				continue
+			}
+			fast++
+			if d := samePlan(steady, c.planSlow(due, now)); d != "" {
+				t.Fatalf("%q, due %s, now %s: planSteady and planSlow differ in %s:\n%+v\n%+v",
+					spec, due, now, d, steady, c.planSlow(due, now))
+			}
+		}
+	}
+	// Zones whose clocks changed in the middle of a wall hour (Goose Bay at
+	// 00:01, Caracas at 02:30): the second before the change, whose next
+	// wall second lies past the zone period's end.
+	c := MustCron("* * * * * *").p.(*cronSpec)
+	for _, z := range []struct {
+		name string
+		from time.Time
+	}{
+		{"America/Goose_Bay", time.Date(1991, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"America/Caracas", time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		loc, err := time.LoadLocation(z.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes := 0
+		for at := z.from; changes < 3; changes++ {
+			_, end := at.In(loc).ZoneBounds()
+			if end.IsZero() {
+				break
+			}
+			for _, before := range []time.Duration{time.Second, 2 * time.Second, time.Minute} {
+				due := end.Add(-before).In(loc)
+				now := due.Add(time.Millisecond)
+				if steady, ok := c.planSteady(due, now); ok {
+					if d := samePlan(steady, c.planSlow(due, now)); d != "" {
+						t.Fatalf("%s, due %s: planSteady and planSlow differ in %s:\n%+v\n%+v",
+							z.name, due, d, steady, c.planSlow(due, now))
+					}
+				}
+			}
+			at = end
+		}
+		if changes == 0 {
+			t.Fatalf("%s: no zone change after %s", z.name, z.from)
+		}
+	}
+	if fast == 0 {
+		t.Fatal("no case took the fast path: the test compares nothing of it")
+	}
+	t.Logf("%d cases took the fast path", fast)
+}
