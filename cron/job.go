@@ -90,14 +90,14 @@ func describe(i int, j Job) (name string, every interval.Interval, err error) {
 		}
 		return "", every, fmt.Errorf("%w: jobs[%d] is a nil %T", ErrInvalidJob, i, j)
 	}
-	who := fmt.Sprintf("jobs[%d] (%T)", i, j)
+	who := func() string { return fmt.Sprintf("jobs[%d] (%T)", i, j) }
 	if err := guard(who, "Name", func() { name = JobName(j) }); err != nil {
 		return "", every, err
 	}
 	if name == "" {
-		return "", every, fmt.Errorf("%w: %s has an empty name", ErrInvalidJob, who)
+		return "", every, fmt.Errorf("%w: %s has an empty name", ErrInvalidJob, who())
 	}
-	if err := guard(fmt.Sprintf("job %q", name), "Interval", func() { every = j.Interval() }); err != nil {
+	if err := guard(jobCalled(name), "Interval", func() { every = j.Interval() }); err != nil {
 		return "", every, err
 	}
 	if every.IsZero() {
@@ -106,17 +106,23 @@ func describe(i int, j Job) (name string, every interval.Interval, err error) {
 	return name, every, nil
 }
 
-// guard calls f, turning a panic into an error that names the job (who)
-// and the method that panicked.
-func guard(who, method string, f func()) (err error) {
+// jobCalled returns who for guard: the job of that name.
+func jobCalled(name string) func() string {
+	return func() string { return fmt.Sprintf("job %q", name) }
+}
+
+// guard calls f, turning a panic into an error that names the job (who,
+// called only then: Start describes every job, and may have 100,000) and
+// the method that panicked.
+func guard(who func() string, method string, f func()) (err error) {
 	defer func() {
 		v := recover()
 		if cause, ok := v.(error); ok {
 			// errors.As sees through to it: a *interval.SpecError from
 			// MustCron on a spec read from configuration.
-			err = fmt.Errorf("%w: %s: its %s method panicked: %w", ErrInvalidJob, who, method, cause)
+			err = fmt.Errorf("%w: %s: its %s method panicked: %w", ErrInvalidJob, who(), method, cause)
 		} else if v != nil {
-			err = fmt.Errorf("%w: %s: its %s method panicked: %v", ErrInvalidJob, who, method, v)
+			err = fmt.Errorf("%w: %s: its %s method panicked: %v", ErrInvalidJob, who(), method, v)
 		}
 	}()
 	f()

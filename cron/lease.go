@@ -96,7 +96,7 @@ const (
 // leaseOf calls the job's Lease method, turning a panic into an error that
 // names the job.
 func leaseOf(name string, j Leased) (l Lease, err error) {
-	err = guard(fmt.Sprintf("job %q", name), "Lease", func() { l = j.Lease() })
+	err = guard(jobCalled(name), "Lease", func() { l = j.Lease() })
 	return l, err
 }
 

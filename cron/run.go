@@ -7,21 +7,41 @@ import (
 	"time"
 )
 
-// run does one run of e in its own goroutine: the admission check, then
+// runArgs is what a run's goroutine gets: on the heap, so that the run's
+// stack frames stay small (see run).
+type runArgs struct {
+	e        *entry
+	tick     Tick
+	atFinish bool
+}
+
+// run does one run of a.e in its own goroutine: the admission check, then
 // Process, then the report. Whatever happens, even a runtime.Goexit in the
 // job, finished is called, so the job keeps its schedule and Shutdown its
-// count.
-func (r *Runtime) run(ctx context.Context, e *entry, t Tick, atFinish bool) {
-	ran := false
-	var end time.Time
+// count. A panic in Process is recovered here and reported as a
+// *PanicError.
+//
+// The run's goroutine is kept within its initial stack, or it would be
+// copied to a larger one at every run: the Tick, 136 bytes, stays on the
+// heap and goes by pointer to the functions run calls, copied only where
+// the job or the observer gets it; and Process is called from run itself,
+// whose deferred function calls recover only if Process did not return.
+func (r *Runtime) run(ctx context.Context, a *runArgs) {
+	e, t := a.e, &a.tick
+	var begin, end time.Time
+	inProcess := false
 	defer func() {
 		switch {
-		case !ran:
+		case inProcess:
+			// Process panicked, or called runtime.Goexit.
+			end = r.now()
+			if v := recover(); v != nil {
+				r.report(ctx, t, &PanicError{Value: v, Stack: debug.Stack()}, end.Sub(begin))
+			}
+		case begin.IsZero():
 			end = t.Started // a skipped run took no time
-		case end.IsZero():
-			end = r.now() // the job called runtime.Goexit
 		}
-		r.finished(e, t.Started, end, atFinish)
+		r.finished(e, t.Started, end, a.atFinish)
 	}()
 
 	if e.admit != nil {
@@ -39,41 +59,42 @@ func (r *Runtime) run(ctx context.Context, e *entry, t Tick, atFinish bool) {
 		}
 	}
 
-	ran = true
 	if r.observer.RunStarted != nil {
-		r.observer.RunStarted(t)
+		r.runStarted(t)
 	}
-	begin := r.now()
-	err := process(ctx, e.job, t)
+	begin = r.now()
+	inProcess = true
+	err := e.job.Process(ctx, *t)
+	inProcess = false
 	end = r.now()
 	r.report(ctx, t, err, end.Sub(begin))
 }
 
-// process calls the job, turning a panic into a *PanicError.
-func process(ctx context.Context, j Job, t Tick) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return j.Process(ctx, t)
-}
+// runStarted tells the observer that a run starts.
+func (r *Runtime) runStarted(t *Tick) { r.observer.RunStarted(*t) }
 
 // admit calls an admission, turning a panic into a *PanicError: a broken
-// admission fails closed, like one that returns an error.
-func admit(ctx context.Context, a Admission, t Tick) (admitted bool, reason string, err error) {
+// admission fails closed, like one that returns an error. Like process, it
+// calls recover only when the admission did not return.
+func admit(ctx context.Context, a Admission, t *Tick) (admitted bool, reason string, err error) {
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
 		if v := recover(); v != nil {
 			admitted, reason, err = false, "", &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return a(ctx, t)
+	admitted, reason, err = a(ctx, *t)
+	returned = true
+	return admitted, reason, err
 }
 
 // report logs a finished run and tells the observer. The log records are
 // built in functions of their own, only when the logger wants them, so that
 // a run's goroutine stays within its initial stack when logging is off.
-func (r *Runtime) report(ctx context.Context, t Tick, err error, took time.Duration) {
+func (r *Runtime) report(ctx context.Context, t *Tick, err error, took time.Duration) {
 	p, panicked := err.(*PanicError)
 	level := slog.LevelDebug
 	if err != nil {
@@ -83,14 +104,14 @@ func (r *Runtime) report(ctx context.Context, t Tick, err error, took time.Durat
 		r.logRun(ctx, level, t, err, took)
 	}
 	if panicked && r.observer.RunPanicked != nil {
-		r.observer.RunPanicked(t, p.Value, p.Stack)
+		r.observer.RunPanicked(*t, p.Value, p.Stack)
 	}
 	if r.observer.RunFinished != nil {
-		r.observer.RunFinished(t, err, took)
+		r.observer.RunFinished(*t, err, took)
 	}
 }
 
-func (r *Runtime) logRun(ctx context.Context, level slog.Level, t Tick, err error, took time.Duration) {
+func (r *Runtime) logRun(ctx context.Context, level slog.Level, t *Tick, err error, took time.Duration) {
 	attrs := []slog.Attr{
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.Duration("duration", took),
@@ -107,7 +128,7 @@ func (r *Runtime) logRun(ctx context.Context, level slog.Level, t Tick, err erro
 }
 
 // skipped logs a tick that did not run and tells the observer.
-func (r *Runtime) skipped(ctx context.Context, t Tick, reason string, err error) {
+func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string, err error) {
 	level := slog.LevelWarn
 	switch {
 	case err != nil:
@@ -120,11 +141,11 @@ func (r *Runtime) skipped(ctx context.Context, t Tick, reason string, err error)
 		r.logSkip(ctx, level, t, reason, err)
 	}
 	if r.observer.RunSkipped != nil {
-		r.observer.RunSkipped(t, reason, err)
+		r.observer.RunSkipped(*t, reason, err)
 	}
 }
 
-func (r *Runtime) logSkip(ctx context.Context, level slog.Level, t Tick, reason string, err error) {
+func (r *Runtime) logSkip(ctx context.Context, level slog.Level, t *Tick, reason string, err error) {
 	attrs := []slog.Attr{
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.String("reason", reason),

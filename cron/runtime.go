@@ -244,9 +244,9 @@ func (r *Runtime) startBatch(ctx context.Context) {
 			r.logLate(ctx, d)
 		}
 		if d.skip != "" {
-			r.skipped(ctx, d.tick, d.skip, nil)
+			r.skipped(ctx, &d.tick, d.skip, nil)
 		} else {
-			go r.run(ctx, d.e, d.tick, d.atFinish)
+			go r.run(ctx, &runArgs{e: d.e, tick: d.tick, atFinish: d.atFinish})
 		}
 		if d.noMore {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
