@@ -150,6 +150,13 @@ func (h *records) find(msg string) []slog.Record {
 	return out
 }
 
+// all returns every record, in the order they came.
+func (h *records) all() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]slog.Record(nil), h.list...)
+}
+
 // attr returns the value of a record's attribute.
 func attr(r slog.Record, key string) slog.Value {
 	var v slog.Value

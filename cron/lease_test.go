@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -228,5 +229,70 @@ func TestLeaseRefused(t *testing.T) {
 				t.Errorf("Start = %v, want ErrInvalidJob", err)
 			}
 		})
+	}
+}
+
+// TestLeaseRedisOutageLoggedOnce stops Redis across several ticks of a
+// leased job: the outage is logged once when it begins and once when it
+// ends, with the number of ticks it skipped, rather than once per tick.
+func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	opts := srv.Options()
+	opts.MaxRetries, opts.DialerRetries, opts.DialTimeout = -1, 1, 200*time.Millisecond
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	ran := make(chan cron.Tick, 100)
+	job := &leasedJob{
+		testJob: testJob{name: "r", every: interval.AtLeast(50 * time.Millisecond), process: func(_ context.Context, tick cron.Tick) error {
+			ran <- tick
+			return nil
+		}},
+		lease: cron.Lease{Db: lock.NewDb(c)},
+	}
+	var sk skips
+	var logs records
+	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()), cron.WithLogger(slog.New(&logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	srv.Kill(t)
+	for len(ran) > 0 { // a run that started before the kill
+		<-ran
+	}
+	time.Sleep(300 * time.Millisecond) // about six ticks
+	srv.Restart(t)
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job did not run again within 5s of Redis's restart")
+	}
+	rt.Shutdown(t.Context())
+
+	reasons, _ := sk.get()
+	failed := 0
+	for _, r := range reasons {
+		if r == cron.ReasonAdmissionFailed {
+			failed++
+		}
+	}
+	if failed < 3 {
+		t.Fatalf("%d ticks skipped with %q while Redis was down, want several", failed, cron.ReasonAdmissionFailed)
+	}
+	var loud []string
+	for _, r := range logs.all() {
+		if r.Level >= slog.LevelWarn {
+			loud = append(loud, r.Message)
+		}
+	}
+	if len(loud) != 1 || loud[0] != "cron job's admission failed; its runs are skipped until it succeeds" {
+		t.Errorf("%d records at Warn or above for an outage of %d ticks: %q, want the outage's beginning once", len(loud), failed, loud)
+	}
+	ended := logs.find("cron job's admission succeeded again")
+	if len(ended) != 1 {
+		t.Fatalf("the outage's end logged %d times, want once", len(ended))
+	}
+	if e := ended[0]; e.Level != slog.LevelInfo || attr(e, "skipped").Uint64() != uint64(failed) || attr(e, "job").String() != "r" {
+		t.Errorf("the outage's end logged at %v with skipped=%v job=%v, want Info, skipped=%d, job=r", e.Level, attr(e, "skipped"), attr(e, "job"), failed)
 	}
 }

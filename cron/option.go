@@ -56,11 +56,15 @@ func defaultOptions() options {
 	}
 }
 
-// WithLogger makes the runtime log through l: failed runs, panics and
-// admission errors at level Error, skipped ticks and late wake-ups at Warn
-// (Info for a run its admission refused), finished runs at Debug. Every record has the
-// attributes "job" and "run"; runs add "scheduled", "duration" and "error",
-// panics "panic" and "stack".
+// WithLogger makes the runtime log through l: failed runs and panics at
+// level Error, skipped ticks and late wake-ups at Warn (Info for a run its
+// admission refused), finished runs at Debug. An admission that fails (a
+// lease that Redis can't give) is an outage, logged once per job when it
+// begins, at Error with the error, and once when the admission answers
+// again, at Info with "skipped", the number of ticks it skipped, and "down",
+// how long it lasted; the ticks between are logged at Debug. Every record
+// has the attributes "job" and "run"; runs add "scheduled", "duration" and
+// "error", panics "panic" and "stack".
 //
 // Without WithLogger the runtime is silent.
 func WithLogger(l *slog.Logger) Option {

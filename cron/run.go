@@ -26,15 +26,19 @@ func (r *Runtime) run(ctx context.Context, e *entry, t Tick, atFinish bool) {
 
 	if e.admit != nil {
 		admitted, reason, err := admit(ctx, e.admit, t)
-		switch {
-		case err != nil:
-			r.skipped(ctx, t, ReasonAdmissionFailed, err)
+		if err != nil {
+			r.admissionFailed(ctx, e, t, err)
 			return
+		}
+		if e.failures.Load() > 0 {
+			r.admissionRecovered(ctx, e, t)
+		}
+		switch {
 		case !admitted:
 			if reason == "" {
 				reason = ReasonNotAdmitted
 			}
-			r.skipped(ctx, t, reason, nil)
+			r.skipped(ctx, t, reason)
 			return
 		}
 	}
@@ -106,25 +110,53 @@ func (r *Runtime) logRun(ctx context.Context, level slog.Level, t Tick, err erro
 	r.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// skipped logs a tick that did not run and tells the observer.
-func (r *Runtime) skipped(ctx context.Context, t Tick, reason string, err error) {
+// admissionFailed skips a tick whose admission failed (Redis, for a
+// lease), and tells the observer. Only the first failure of a row is logged
+// at Error; the rest, one per tick while the outage lasts, at Debug.
+func (r *Runtime) admissionFailed(ctx context.Context, e *entry, t Tick, err error) {
+	e.failedSince.CompareAndSwap(0, t.Started.UnixNano())
+	level, msg := slog.LevelDebug, "cron job skipped a run"
+	if e.failures.Add(1) == 1 {
+		level, msg = slog.LevelError, "cron job's admission failed; its runs are skipped until it succeeds"
+	}
+	if r.log.Enabled(ctx, level) {
+		r.logSkip(ctx, level, msg, t, ReasonAdmissionFailed, err)
+	}
+	if r.observer.RunSkipped != nil {
+		r.observer.RunSkipped(t, ReasonAdmissionFailed, err)
+	}
+}
+
+// admissionRecovered logs the end of a row of admission failures, once the
+// admission answered again, admitting the tick t or not.
+func (r *Runtime) admissionRecovered(ctx context.Context, e *entry, t Tick) {
+	n := e.failures.Swap(0)
+	since := e.failedSince.Swap(0)
+	if n == 0 { // another run of the job logged it
+		return
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's admission succeeded again",
+		slog.String("job", t.Job), slog.Uint64("run", t.Run),
+		slog.Uint64("skipped", uint64(n)), slog.Duration("down", t.Started.Sub(time.Unix(0, since))))
+}
+
+// skipped logs a tick that did not run, because the job's previous run was
+// still going or its admission refused it, and tells the observer.
+func (r *Runtime) skipped(ctx context.Context, t Tick, reason string) {
 	level := slog.LevelWarn
-	switch {
-	case err != nil:
-		level = slog.LevelError
-	case reason != ReasonStillRunning && reason != ReasonTooManyRuns:
+	if reason != ReasonStillRunning && reason != ReasonTooManyRuns {
 		// The admission refused: another replica has the run, as planned.
 		level = slog.LevelInfo
 	}
 	if r.log.Enabled(ctx, level) {
-		r.logSkip(ctx, level, t, reason, err)
+		r.logSkip(ctx, level, "cron job skipped a run", t, reason, nil)
 	}
 	if r.observer.RunSkipped != nil {
-		r.observer.RunSkipped(t, reason, err)
+		r.observer.RunSkipped(t, reason, nil)
 	}
 }
 
-func (r *Runtime) logSkip(ctx context.Context, level slog.Level, t Tick, reason string, err error) {
+func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t Tick, reason string, err error) {
 	attrs := []slog.Attr{
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.String("reason", reason),
@@ -132,7 +164,7 @@ func (r *Runtime) logSkip(ctx context.Context, level slog.Level, t Tick, reason 
 	if err != nil {
 		attrs = append(attrs, slog.Any("error", err))
 	}
-	r.log.LogAttrs(ctx, level, "cron job skipped a run", attrs...)
+	r.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // logLate logs a tick that came more than a period late, which runs once

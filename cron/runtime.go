@@ -66,6 +66,12 @@ type entry struct {
 	active atomic.Int32 // runs in progress
 	due    time.Time    // when the next tick is due, while queued
 	ticks  uint64       // ticks so far, skipped ones included
+
+	// The admission failures in a row, and when the first of them began
+	// (Unix nanoseconds), so that an outage is logged once when it begins
+	// and once when it ends. Only runs touch them, without Runtime.mu.
+	failures    atomic.Uint32
+	failedSince atomic.Int64
 }
 
 // dispatchChunk is how many due ticks dispatch takes from the queue at a
@@ -244,7 +250,7 @@ func (r *Runtime) startBatch(ctx context.Context) {
 			r.logLate(ctx, d)
 		}
 		if d.skip != "" {
-			r.skipped(ctx, d.tick, d.skip, nil)
+			r.skipped(ctx, d.tick, d.skip)
 		} else {
 			go r.run(ctx, d.e, d.tick, d.atFinish)
 		}
