@@ -296,3 +296,55 @@ func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
 		t.Errorf("the outage's end logged at %v with skipped=%v job=%v, want Info, skipped=%d, job=r", e.Level, attr(e, "skipped"), attr(e, "job"), failed)
 	}
 }
+
+// TestLeaseLogged runs two replicas of a leased duration job and a leased
+// Cron job: the replica that takes the leases logs each run's start and end
+// at Info with the lease's key; the other logs its skips at Debug only.
+func TestLeaseLogged(t *testing.T) {
+	srv := redistest.Start(t)
+	replica := func(name string) *records {
+		db := lock.NewDb(srv.Client(t))
+		report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.Lease{Db: db}}
+		nightly := &leasedJob{testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *")}, lease: cron.Lease{Db: db}}
+		var logs records
+		rt, err := cron.Start([]cron.Job{report, nightly}, cron.WithLogger(slog.New(&logs)), cron.WithReplica(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Shutdown(t.Context()); err != nil { // after the startup runs
+			t.Fatal(err)
+		}
+		return &logs
+	}
+	ran, skipped := replica("a"), replica("b")
+
+	for _, msg := range []string{"cron job started", "cron job finished"} {
+		got := ran.find(msg)
+		if len(got) != 2 {
+			t.Fatalf("replica a: %d records %q, want 2", len(got), msg)
+		}
+		for _, r := range got {
+			want := "@@wakuwaku-entity:Lock:cron:report"
+			if attr(r, "job").String() == "nightly" {
+				want = "@@wakuwaku-entity:Lock:cron:nightly@" + attr(r, "slot").String()
+			}
+			if r.Level != slog.LevelInfo || attr(r, "lease").String() != want || attr(r, "replica").String() != "a" {
+				t.Errorf("replica a: %q at %v with lease=%v replica=%v, want Info, lease=%s, replica=a", msg, r.Level, attr(r, "lease"), attr(r, "replica"), want)
+			}
+		}
+	}
+	for _, r := range skipped.all() {
+		switch r.Message {
+		case "cron runtime started", "cron runtime shutting down", "cron runtime stopped":
+		case "cron job skipped a run":
+			if r.Level != slog.LevelDebug || attr(r, "reason").String() != cron.ReasonLeaseHeld || attr(r, "replica").String() != "b" {
+				t.Errorf("replica b: skip at %v with reason=%v replica=%v, want Debug, %q, b", r.Level, attr(r, "reason"), attr(r, "replica"), cron.ReasonLeaseHeld)
+			}
+		default:
+			t.Errorf("replica b, whose runs were all skipped, logged %v %q", r.Level, r.Message)
+		}
+	}
+	if n := len(skipped.find("cron job skipped a run")); n != 2 {
+		t.Errorf("replica b logged %d skips, want 2", n)
+	}
+}

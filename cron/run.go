@@ -44,13 +44,16 @@ func (r *Runtime) run(ctx context.Context, e *entry, t Tick, atFinish bool) {
 	}
 
 	ran = true
+	if r.log.Enabled(ctx, slog.LevelInfo) {
+		r.logRunStart(ctx, e, t)
+	}
 	if r.observer.RunStarted != nil {
 		r.observer.RunStarted(t)
 	}
 	begin := r.now()
 	err := process(ctx, e.job, t)
 	end = r.now()
-	r.report(ctx, t, err, end.Sub(begin))
+	r.report(ctx, e, t, err, end.Sub(begin))
 }
 
 // process calls the job, turning a panic into a *PanicError.
@@ -77,14 +80,14 @@ func admit(ctx context.Context, a Admission, t Tick) (admitted bool, reason stri
 // report logs a finished run and tells the observer. The log records are
 // built in functions of their own, only when the logger wants them, so that
 // a run's goroutine stays within its initial stack when logging is off.
-func (r *Runtime) report(ctx context.Context, t Tick, err error, took time.Duration) {
+func (r *Runtime) report(ctx context.Context, e *entry, t Tick, err error, took time.Duration) {
 	p, panicked := err.(*PanicError)
-	level := slog.LevelDebug
+	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelError
 	}
 	if r.log.Enabled(ctx, level) {
-		r.logRun(ctx, level, t, err, took)
+		r.logRun(ctx, level, e, t, err, took)
 	}
 	if panicked && r.observer.RunPanicked != nil {
 		r.observer.RunPanicked(t, p.Value, p.Stack)
@@ -94,18 +97,34 @@ func (r *Runtime) report(ctx context.Context, t Tick, err error, took time.Durat
 	}
 }
 
-func (r *Runtime) logRun(ctx context.Context, level slog.Level, t Tick, err error, took time.Duration) {
-	attrs := []slog.Attr{
+// runAttrs returns the attributes that a run's records begin with.
+func runAttrs(e *entry, t Tick, more int) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 5+more)
+	attrs = append(attrs,
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
-		slog.Time("scheduled", t.Scheduled), slog.Duration("duration", took),
+		slog.Time("scheduled", t.Scheduled), slog.String("slot", t.Slot.String()))
+	if e.lease != "" {
+		name, _ := slotLease(e.lease, t)
+		attrs = append(attrs, slog.String("lease", leaseKeys.Key(name)))
 	}
-	msg := "cron job finished"
+	return attrs
+}
+
+func (r *Runtime) logRunStart(ctx context.Context, e *entry, t Tick) {
+	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job started", runAttrs(e, t, 0)...)
+}
+
+func (r *Runtime) logRun(ctx context.Context, level slog.Level, e *entry, t Tick, err error, took time.Duration) {
+	attrs := append(runAttrs(e, t, 4), slog.Duration("duration", took))
+	msg, outcome := "cron job finished", "ok"
 	if p, ok := err.(*PanicError); ok {
-		msg = "cron job panicked"
-		attrs = append(attrs, slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
+		msg, outcome = "cron job panicked", "panic"
+		attrs = append(attrs, slog.String("outcome", outcome), slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
 	} else if err != nil {
-		msg = "cron job failed"
-		attrs = append(attrs, slog.Any("error", err))
+		msg, outcome = "cron job failed", "error"
+		attrs = append(attrs, slog.String("outcome", outcome), slog.Any("error", err))
+	} else {
+		attrs = append(attrs, slog.String("outcome", outcome))
 	}
 	r.log.LogAttrs(ctx, level, msg, attrs...)
 }
@@ -144,9 +163,12 @@ func (r *Runtime) admissionRecovered(ctx context.Context, e *entry, t Tick) {
 // still going or its admission refused it, and tells the observer.
 func (r *Runtime) skipped(ctx context.Context, t Tick, reason string) {
 	level := slog.LevelWarn
-	if reason != ReasonStillRunning && reason != ReasonTooManyRuns {
-		// The admission refused: another replica has the run, as planned.
-		level = slog.LevelInfo
+	switch reason {
+	case ReasonStillRunning, ReasonTooManyRuns, ReasonTooLate:
+	default:
+		// The admission refused: another replica has the run, as
+		// planned, and logs it there at Info.
+		level = slog.LevelDebug
 	}
 	if r.log.Enabled(ctx, level) {
 		r.logSkip(ctx, level, "cron job skipped a run", t, reason, nil)
