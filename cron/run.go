@@ -33,8 +33,7 @@ func (r *Runtime) run(ctx context.Context, e *entry, t Tick, atFinish bool) {
 		if e.failures.Load() > 0 {
 			r.admissionRecovered(ctx, e, t)
 		}
-		switch {
-		case !admitted:
+		if !admitted {
 			if reason == "" {
 				reason = ReasonNotAdmitted
 			}
