@@ -18,7 +18,11 @@ var errRedisDown = errors.New("redis is down")
 // and refuses, fails or panics on one of its ticks: that tick is skipped and
 // reported, and counts for the schedule as a run that took no time.
 func TestAdmission(t *testing.T) {
-	const held = "held by another replica"
+	const (
+		held    = "held by another replica"
+		skipped = "cron job skipped a run"
+		failing = "cron job's admission failed; its runs are skipped until it succeeds"
+	)
 	tests := []struct {
 		name       string
 		every      interval.Interval
@@ -36,28 +40,29 @@ func TestAdmission(t *testing.T) {
 			every: interval.AtLeast(10 * time.Second), refuse: 1,
 			admit:  func() (bool, string, error) { return false, held, nil },
 			starts: seconds(10, 20, 30),
-			reason: held, logLevel: slog.LevelInfo,
+			reason: held, logMessage: skipped, logLevel: slog.LevelDebug,
 		},
 		{
 			name:  "AfterFinish refused",
 			every: interval.AfterFinish(10 * time.Second), refuse: 2,
 			admit:  func() (bool, string, error) { return false, held, nil },
 			starts: seconds(0, 21, 32),
-			reason: held, logLevel: slog.LevelInfo,
+			reason: held, logMessage: skipped, logLevel: slog.LevelDebug,
 		},
 		{
 			name:  "AfterStart refused without a reason",
 			every: interval.AfterStart(10 * time.Second), refuse: 2,
 			admit:  func() (bool, string, error) { return false, "", nil },
 			starts: seconds(0, 20, 30),
-			reason: cron.ReasonNotAdmitted, logLevel: slog.LevelInfo,
+			reason: cron.ReasonNotAdmitted, logMessage: skipped, logLevel: slog.LevelDebug,
 		},
 		{
 			name:  "AtLeast admission error",
 			every: interval.AtLeast(10 * time.Second), refuse: 2,
 			admit:  func() (bool, string, error) { return true, "", errRedisDown },
 			starts: seconds(0, 20, 30),
-			reason: cron.ReasonAdmissionFailed, err: errRedisDown, logLevel: slog.LevelError,
+			reason: cron.ReasonAdmissionFailed, err: errRedisDown,
+			logMessage: failing, logLevel: slog.LevelError,
 		},
 		{
 			name:  "Cron admission panic",
@@ -65,7 +70,7 @@ func TestAdmission(t *testing.T) {
 			admit:  func() (bool, string, error) { panic(errRedisDown) },
 			starts: seconds(0, 10, 30),
 			reason: cron.ReasonAdmissionFailed, err: errRedisDown, panicked: true,
-			logLevel: slog.LevelError,
+			logMessage: failing, logLevel: slog.LevelError,
 		},
 	}
 	for _, tc := range tests {
@@ -115,9 +120,9 @@ func TestAdmission(t *testing.T) {
 					t.Errorf("observer saw %d runs start, want %d", got, len(starts))
 				}
 
-				logged := logs.find("cron job skipped a run")
+				logged := logs.find(tc.logMessage)
 				if len(logged) != 1 {
-					t.Fatalf("%d skips logged, want 1", len(logged))
+					t.Fatalf("%d records %q, want 1", len(logged), tc.logMessage)
 				}
 				l := logged[0]
 				logErr, _ := attr(l, "error").Any().(error)

@@ -166,30 +166,32 @@ func ExampleWithAdmission() {
 }
 
 // failing is a job whose runs fail.
-type failing struct{ done chan<- struct{} }
+type failing struct{}
 
 func (failing) Name() string                { return "failing" }
 func (failing) Interval() interval.Interval { return interval.AtLeast(time.Minute) }
 
-func (f failing) Process(context.Context, cron.Tick) error {
-	defer close(f.done)
+func (failing) Process(context.Context, cron.Tick) error {
 	return fmt.Errorf("the report service answered %d", 503)
 }
 
-// This example logs a failed run as text. The runtime keeps the job's
-// schedule after a failure.
+// This example logs a runtime's life as text: its start, a run that
+// fails, and its shutdown. The runtime keeps the job's schedule after a
+// failure.
 func ExampleWithLogger() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			switch a.Key {
-			case slog.TimeKey, "scheduled", "duration":
+			case slog.TimeKey, "scheduled", "slot", "duration", "runs":
 				return slog.Attr{} // they change from run to run
 			}
 			return a
 		},
 	}))
 	done := make(chan struct{})
-	rt, err := cron.Start([]cron.Job{failing{done: done}}, cron.WithLogger(logger))
+	finished := cron.Observer{RunFinished: func(cron.Tick, error, time.Duration) { close(done) }}
+	rt, err := cron.Start([]cron.Job{failing{}},
+		cron.WithLogger(logger), cron.WithReplica("replica-1"), cron.WithObserver(finished))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -197,5 +199,10 @@ func ExampleWithLogger() {
 	if err := rt.Shutdown(context.Background()); err != nil {
 		log.Fatal(err)
 	}
-	// Output: level=ERROR msg="cron job failed" job=failing run=1 error="the report service answered 503"
+	// Output:
+	// level=INFO msg="cron runtime started" replica=replica-1 jobs=1 names=[failing]
+	// level=INFO msg="cron job started" replica=replica-1 job=failing run=1
+	// level=ERROR msg="cron job failed" replica=replica-1 job=failing run=1 outcome=error error="the report service answered 503"
+	// level=INFO msg="cron runtime shutting down" replica=replica-1
+	// level=INFO msg="cron runtime stopped" replica=replica-1
 }

@@ -127,14 +127,36 @@ type records struct {
 }
 
 func (h *records) Enabled(context.Context, slog.Level) bool { return true }
-func (h *records) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *records) WithGroup(string) slog.Handler            { return h }
+
+func (h *records) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &recordsWith{h: h, attrs: attrs}
+}
 
 func (h *records) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.list = append(h.list, r.Clone())
 	return nil
+}
+
+// recordsWith is records after Logger.With: it adds attrs to each record.
+type recordsWith struct {
+	h     *records
+	attrs []slog.Attr
+}
+
+func (w *recordsWith) Enabled(context.Context, slog.Level) bool { return true }
+func (w *recordsWith) WithGroup(string) slog.Handler            { return w }
+
+func (w *recordsWith) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &recordsWith{h: w.h, attrs: append(append([]slog.Attr(nil), w.attrs...), attrs...)}
+}
+
+func (w *recordsWith) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(w.attrs...)
+	return w.h.Handle(ctx, r)
 }
 
 // find returns the records with the message msg.
@@ -148,6 +170,13 @@ func (h *records) find(msg string) []slog.Record {
 		}
 	}
 	return out
+}
+
+// all returns every record, in the order they came.
+func (h *records) all() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]slog.Record(nil), h.list...)
 }
 
 // attr returns the value of a record's attribute.

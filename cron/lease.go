@@ -131,11 +131,7 @@ type leaser struct {
 }
 
 func (l *leaser) admit(ctx context.Context, t Tick) (bool, string, error) {
-	name := l.Name
-	key, shared := t.Slot.Key()
-	if shared {
-		name += "@" + key
-	}
+	name, shared := slotLease(l.Name, t)
 	ttl := t.Slot.LeaseEnd(l.TTL).Sub(l.now())
 	if ttl < time.Millisecond {
 		return false, ReasonTooLate, nil
@@ -168,6 +164,20 @@ func (l *leaser) admit(ctx context.Context, t Tick) (bool, string, error) {
 	}
 	return true, "", nil
 }
+
+// slotLease returns the name of the lock that the run of t takes for the
+// lease named name: name itself, or name@key for a slot with a key (see
+// [interval.Slot.Key]), and whether the slot has one.
+func slotLease(name string, t Tick) (string, bool) {
+	key, shared := t.Slot.Key()
+	if shared {
+		name += "@" + key
+	}
+	return name, shared
+}
+
+// leaseKeys names the Redis keys of leases, for log records.
+var leaseKeys = lock.New[string](LeaseNamespace, time.Second)
 
 // chain returns an admission that asks first, then second.
 func chain(first, second Admission) Admission {

@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -228,5 +229,122 @@ func TestLeaseRefused(t *testing.T) {
 				t.Errorf("Start = %v, want ErrInvalidJob", err)
 			}
 		})
+	}
+}
+
+// TestLeaseRedisOutageLoggedOnce stops Redis across several ticks of a
+// leased job: the outage is logged once when it begins and once when it
+// ends, with the number of ticks it skipped, rather than once per tick.
+func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	opts := srv.Options()
+	opts.MaxRetries, opts.DialerRetries, opts.DialTimeout = -1, 1, 200*time.Millisecond
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	ran := make(chan cron.Tick, 100)
+	job := &leasedJob{
+		testJob: testJob{name: "r", every: interval.AtLeast(50 * time.Millisecond), process: func(_ context.Context, tick cron.Tick) error {
+			ran <- tick
+			return nil
+		}},
+		lease: cron.Lease{Db: lock.NewDb(c)},
+	}
+	var sk skips
+	var logs records
+	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()), cron.WithLogger(slog.New(&logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	srv.Kill(t)
+	for len(ran) > 0 { // a run that started before the kill
+		<-ran
+	}
+	time.Sleep(300 * time.Millisecond) // about six ticks
+	srv.Restart(t)
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job did not run again within 5s of Redis's restart")
+	}
+	rt.Shutdown(t.Context())
+
+	reasons, _ := sk.get()
+	failed := 0
+	for _, r := range reasons {
+		if r == cron.ReasonAdmissionFailed {
+			failed++
+		}
+	}
+	if failed < 3 {
+		t.Fatalf("%d ticks skipped with %q while Redis was down, want several", failed, cron.ReasonAdmissionFailed)
+	}
+	var loud []string
+	for _, r := range logs.all() {
+		if r.Level >= slog.LevelWarn {
+			loud = append(loud, r.Message)
+		}
+	}
+	if len(loud) != 1 || loud[0] != "cron job's admission failed; its runs are skipped until it succeeds" {
+		t.Errorf("%d records at Warn or above for an outage of %d ticks: %q, want the outage's beginning once", len(loud), failed, loud)
+	}
+	ended := logs.find("cron job's admission succeeded again")
+	if len(ended) != 1 {
+		t.Fatalf("the outage's end logged %d times, want once", len(ended))
+	}
+	if e := ended[0]; e.Level != slog.LevelInfo || attr(e, "skipped").Uint64() != uint64(failed) || attr(e, "job").String() != "r" {
+		t.Errorf("the outage's end logged at %v with skipped=%v job=%v, want Info, skipped=%d, job=r", e.Level, attr(e, "skipped"), attr(e, "job"), failed)
+	}
+}
+
+// TestLeaseLogged runs two replicas of a leased duration job and a leased
+// Cron job: the replica that takes the leases logs each run's start and end
+// at Info with the lease's key; the other logs its skips at Debug only.
+func TestLeaseLogged(t *testing.T) {
+	srv := redistest.Start(t)
+	replica := func(name string) *records {
+		db := lock.NewDb(srv.Client(t))
+		report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.Lease{Db: db}}
+		nightly := &leasedJob{testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *")}, lease: cron.Lease{Db: db}}
+		var logs records
+		rt, err := cron.Start([]cron.Job{report, nightly}, cron.WithLogger(slog.New(&logs)), cron.WithReplica(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Shutdown(t.Context()); err != nil { // after the startup runs
+			t.Fatal(err)
+		}
+		return &logs
+	}
+	ran, skipped := replica("a"), replica("b")
+
+	for _, msg := range []string{"cron job started", "cron job finished"} {
+		got := ran.find(msg)
+		if len(got) != 2 {
+			t.Fatalf("replica a: %d records %q, want 2", len(got), msg)
+		}
+		for _, r := range got {
+			want := "@@wakuwaku-entity:Lock:cron:report"
+			if attr(r, "job").String() == "nightly" {
+				want = "@@wakuwaku-entity:Lock:cron:nightly@" + attr(r, "slot").String()
+			}
+			if r.Level != slog.LevelInfo || attr(r, "lease").String() != want || attr(r, "replica").String() != "a" {
+				t.Errorf("replica a: %q at %v with lease=%v replica=%v, want Info, lease=%s, replica=a", msg, r.Level, attr(r, "lease"), attr(r, "replica"), want)
+			}
+		}
+	}
+	for _, r := range skipped.all() {
+		switch r.Message {
+		case "cron runtime started", "cron runtime shutting down", "cron runtime stopped":
+		case "cron job skipped a run":
+			if r.Level != slog.LevelDebug || attr(r, "reason").String() != cron.ReasonLeaseHeld || attr(r, "replica").String() != "b" {
+				t.Errorf("replica b: skip at %v with reason=%v replica=%v, want Debug, %q, b", r.Level, attr(r, "reason"), attr(r, "replica"), cron.ReasonLeaseHeld)
+			}
+		default:
+			t.Errorf("replica b, whose runs were all skipped, logged %v %q", r.Level, r.Message)
+		}
+	}
+	if n := len(skipped.find("cron job skipped a run")); n != 2 {
+		t.Errorf("replica b logged %d skips, want 2", n)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"time"
 )
 
@@ -42,6 +44,7 @@ type Option func(*options) error
 
 type options struct {
 	log        *slog.Logger
+	replica    string // "": the host's name and the process id
 	observer   Observer
 	maxOverlap int
 	admissions map[string]Admission
@@ -56,11 +59,31 @@ func defaultOptions() options {
 	}
 }
 
-// WithLogger makes the runtime log through l: failed runs, panics and
-// admission errors at level Error, skipped ticks and late wake-ups at Warn
-// (Info for a run its admission refused), finished runs at Debug. Every record has the
-// attributes "job" and "run"; runs add "scheduled", "duration" and "error",
-// panics "panic" and "stack".
+// WithLogger makes the runtime log through l. The replica that runs a run
+// logs it; the others stay quiet at Info:
+//
+//   - Info: the runtime's start ("jobs", "names") and shutdown ("runs" in
+//     progress, then its stop); each run's start and its end when it
+//     succeeded ("duration", "outcome" ok); the end of an admission outage.
+//   - Error: a run that failed ("error", "outcome" error) or panicked
+//     ("panic", "stack", "outcome" panic); the beginning of an admission
+//     outage ("error").
+//   - Warn: a tick skipped because the job's previous run was still going
+//     ([ReasonStillRunning], [ReasonTooManyRuns]) or that came too late for
+//     its slot's lease ([ReasonTooLate]); a late wake-up; a job with no
+//     further slots; a Shutdown that gave up waiting ("runs" left).
+//   - Debug: a tick its admission refused, such as [ReasonLeaseHeld] (the
+//     replica that holds the lease logs the run); the ticks an outage
+//     skips after its first.
+//
+// An admission that fails (a lease that Redis can't give) is an outage of
+// the job: logged once when it begins and once when the admission answers
+// again, with "skipped", the number of ticks it skipped, and "down", how
+// long it lasted.
+//
+// Every record has the attribute "replica" (see [WithReplica]); a job's
+// records have "job" and "run", and a run's also "scheduled" and "slot",
+// and "lease", the Redis key of its lease, for a [Leased] job.
 //
 // Without WithLogger the runtime is silent.
 func WithLogger(l *slog.Logger) Option {
@@ -71,6 +94,29 @@ func WithLogger(l *slog.Logger) Option {
 		o.log = l
 		return nil
 	}
+}
+
+// WithReplica names the replica in the runtime's log records, as their
+// attribute "replica", so that a deployment's logs say which replica ran
+// each run. The default is the host's name and the process id,
+// "web-7f9c4/1", which on Kubernetes names the pod. name must not be empty.
+func WithReplica(name string) Option {
+	return func(o *options) error {
+		if name == "" {
+			return fmt.Errorf("%w: WithReplica(\"\")", ErrInvalidOption)
+		}
+		o.replica = name
+		return nil
+	}
+}
+
+// defaultReplica is the replica's name without WithReplica.
+func defaultReplica() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + "/" + strconv.Itoa(os.Getpid())
 }
 
 // Observer is told about every run, for metrics. Each field may be nil.

@@ -36,7 +36,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 			// Process panicked, or called runtime.Goexit.
 			end = r.now()
 			if v := recover(); v != nil {
-				r.report(ctx, t, &PanicError{Value: v, Stack: debug.Stack()}, end.Sub(begin))
+				r.report(ctx, e, t, &PanicError{Value: v, Stack: debug.Stack()}, end.Sub(begin))
 			}
 		case begin.IsZero():
 			end = t.Started // a skipped run took no time
@@ -46,19 +46,25 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 
 	if e.admit != nil {
 		admitted, reason, err := admit(ctx, e.admit, t)
-		switch {
-		case err != nil:
-			r.skipped(ctx, t, ReasonAdmissionFailed, err)
+		if err != nil {
+			r.admissionFailed(ctx, e, t, err)
 			return
-		case !admitted:
+		}
+		if e.failures.Load() > 0 {
+			r.admissionRecovered(ctx, e, t)
+		}
+		if !admitted {
 			if reason == "" {
 				reason = ReasonNotAdmitted
 			}
-			r.skipped(ctx, t, reason, nil)
+			r.skipped(ctx, t, reason)
 			return
 		}
 	}
 
+	if r.log.Enabled(ctx, slog.LevelInfo) {
+		r.logRunStart(ctx, e, t)
+	}
 	if r.observer.RunStarted != nil {
 		r.runStarted(t)
 	}
@@ -67,7 +73,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	err := e.job.Process(ctx, *t)
 	inProcess = false
 	end = r.now()
-	r.report(ctx, t, err, end.Sub(begin))
+	r.report(ctx, e, t, err, end.Sub(begin))
 }
 
 // runStarted tells the observer that a run starts.
@@ -94,14 +100,14 @@ func admit(ctx context.Context, a Admission, t *Tick) (admitted bool, reason str
 // report logs a finished run and tells the observer. The log records are
 // built in functions of their own, only when the logger wants them, so that
 // a run's goroutine stays within its initial stack when logging is off.
-func (r *Runtime) report(ctx context.Context, t *Tick, err error, took time.Duration) {
+func (r *Runtime) report(ctx context.Context, e *entry, t *Tick, err error, took time.Duration) {
 	p, panicked := err.(*PanicError)
-	level := slog.LevelDebug
+	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelError
 	}
 	if r.log.Enabled(ctx, level) {
-		r.logRun(ctx, level, t, err, took)
+		r.logRun(ctx, level, e, t, err, took)
 	}
 	if panicked && r.observer.RunPanicked != nil {
 		r.observer.RunPanicked(*t, p.Value, p.Stack)
@@ -111,41 +117,88 @@ func (r *Runtime) report(ctx context.Context, t *Tick, err error, took time.Dura
 	}
 }
 
-func (r *Runtime) logRun(ctx context.Context, level slog.Level, t *Tick, err error, took time.Duration) {
-	attrs := []slog.Attr{
+// runAttrs returns the attributes that a run's records begin with.
+func runAttrs(e *entry, t *Tick, more int) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 5+more)
+	attrs = append(attrs,
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
-		slog.Time("scheduled", t.Scheduled), slog.Duration("duration", took),
+		slog.Time("scheduled", t.Scheduled), slog.String("slot", t.Slot.String()))
+	if e.lease != "" {
+		name, _ := slotLease(e.lease, *t)
+		attrs = append(attrs, slog.String("lease", leaseKeys.Key(name)))
 	}
-	msg := "cron job finished"
+	return attrs
+}
+
+func (r *Runtime) logRunStart(ctx context.Context, e *entry, t *Tick) {
+	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job started", runAttrs(e, t, 0)...)
+}
+
+func (r *Runtime) logRun(ctx context.Context, level slog.Level, e *entry, t *Tick, err error, took time.Duration) {
+	attrs := append(runAttrs(e, t, 4), slog.Duration("duration", took))
+	msg, outcome := "cron job finished", "ok"
 	if p, ok := err.(*PanicError); ok {
-		msg = "cron job panicked"
-		attrs = append(attrs, slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
+		msg, outcome = "cron job panicked", "panic"
+		attrs = append(attrs, slog.String("outcome", outcome), slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
 	} else if err != nil {
-		msg = "cron job failed"
-		attrs = append(attrs, slog.Any("error", err))
+		msg, outcome = "cron job failed", "error"
+		attrs = append(attrs, slog.String("outcome", outcome), slog.Any("error", err))
+	} else {
+		attrs = append(attrs, slog.String("outcome", outcome))
 	}
 	r.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// skipped logs a tick that did not run and tells the observer.
-func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string, err error) {
-	level := slog.LevelWarn
-	switch {
-	case err != nil:
-		level = slog.LevelError
-	case reason != ReasonStillRunning && reason != ReasonTooManyRuns:
-		// The admission refused: another replica has the run, as planned.
-		level = slog.LevelInfo
+// admissionFailed skips a tick whose admission failed (Redis, for a
+// lease), and tells the observer. Only the first failure of a row is logged
+// at Error; the rest, one per tick while the outage lasts, at Debug.
+func (r *Runtime) admissionFailed(ctx context.Context, e *entry, t *Tick, err error) {
+	e.failedSince.CompareAndSwap(0, t.Started.UnixNano())
+	level, msg := slog.LevelDebug, "cron job skipped a run"
+	if e.failures.Add(1) == 1 {
+		level, msg = slog.LevelError, "cron job's admission failed; its runs are skipped until it succeeds"
 	}
 	if r.log.Enabled(ctx, level) {
-		r.logSkip(ctx, level, t, reason, err)
+		r.logSkip(ctx, level, msg, t, ReasonAdmissionFailed, err)
 	}
 	if r.observer.RunSkipped != nil {
-		r.observer.RunSkipped(*t, reason, err)
+		r.observer.RunSkipped(*t, ReasonAdmissionFailed, err)
 	}
 }
 
-func (r *Runtime) logSkip(ctx context.Context, level slog.Level, t *Tick, reason string, err error) {
+// admissionRecovered logs the end of a row of admission failures, once the
+// admission answered again, admitting the tick t or not.
+func (r *Runtime) admissionRecovered(ctx context.Context, e *entry, t *Tick) {
+	n := e.failures.Swap(0)
+	since := e.failedSince.Swap(0)
+	if n == 0 { // another run of the job logged it
+		return
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's admission succeeded again",
+		slog.String("job", t.Job), slog.Uint64("run", t.Run),
+		slog.Uint64("skipped", uint64(n)), slog.Duration("down", t.Started.Sub(time.Unix(0, since))))
+}
+
+// skipped logs a tick that did not run, because the job's previous run was
+// still going or its admission refused it, and tells the observer.
+func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string) {
+	level := slog.LevelWarn
+	switch reason {
+	case ReasonStillRunning, ReasonTooManyRuns, ReasonTooLate:
+	default:
+		// The admission refused: another replica has the run, as
+		// planned, and logs it there at Info.
+		level = slog.LevelDebug
+	}
+	if r.log.Enabled(ctx, level) {
+		r.logSkip(ctx, level, "cron job skipped a run", t, reason, nil)
+	}
+	if r.observer.RunSkipped != nil {
+		r.observer.RunSkipped(*t, reason, nil)
+	}
+}
+
+func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t *Tick, reason string, err error) {
 	attrs := []slog.Attr{
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.String("reason", reason),
@@ -153,7 +206,7 @@ func (r *Runtime) logSkip(ctx context.Context, level slog.Level, t *Tick, reason
 	if err != nil {
 		attrs = append(attrs, slog.Any("error", err))
 	}
-	r.log.LogAttrs(ctx, level, "cron job skipped a run", attrs...)
+	r.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // logLate logs a tick that came more than a period late, which runs once

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,7 @@ type Runtime struct {
 	inflight atomic.Int64  // runs started and not yet finished
 	idle     chan struct{} // closed (once) when stopped and inflight is 0
 	idleOnce sync.Once
+	stopLog  sync.Once // the record that the runtime stopped
 }
 
 // entry is a job and its scheduling state. It is what an idle job costs, so
@@ -59,6 +61,7 @@ type entry struct {
 	name  string
 	every *interval.Interval // never nil; shared, never modified
 	admit Admission
+	lease string // the name of a Leased job's lease, for its log records
 
 	// Guarded by Runtime.mu, but for active, which a run's end lowers
 	// without it.
@@ -66,6 +69,12 @@ type entry struct {
 	active atomic.Int32 // runs in progress
 	due    time.Time    // when the next tick is due, while queued
 	ticks  uint64       // ticks so far, skipped ones included
+
+	// The admission failures in a row, and when the first of them began
+	// (Unix nanoseconds), so that an outage is logged once when it begins
+	// and once when it ends. Only runs touch them, without Runtime.mu.
+	failures    atomic.Uint32
+	failedSince atomic.Int64
 }
 
 // dispatchChunk is how many due ticks dispatch takes from the queue at a
@@ -151,12 +160,16 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 				return nil, err
 			}
 			e.admit = chain(e.admit, admit)
+			e.lease = cmp.Or(lease.Name, e.name)
 		}
+	}
+	if o.replica == "" {
+		o.replica = defaultReplica()
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &Runtime{
-		log:        o.log,
+		log:        o.log.With(slog.String("replica", o.replica)),
 		observer:   o.observer,
 		maxOverlap: o.maxOverlap,
 		now:        o.now,
@@ -176,9 +189,22 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 			r.queue.push(e)
 		}
 	}
+	if r.log.Enabled(ctx, slog.LevelInfo) {
+		r.logStart(ctx, entries)
+	}
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
 	return r, nil
+}
+
+// logStart logs the runtime's start, with its jobs' names.
+func (r *Runtime) logStart(ctx context.Context, entries []entry) {
+	names := make([]string, len(entries))
+	for i := range entries {
+		names[i] = entries[i].name
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime started",
+		slog.Int("jobs", len(entries)), slog.Any("names", names))
 }
 
 // loop is the scheduler: it sleeps until the earliest due tick, or until a
@@ -244,7 +270,7 @@ func (r *Runtime) startBatch(ctx context.Context) {
 			r.logLate(ctx, d)
 		}
 		if d.skip != "" {
-			r.skipped(ctx, &d.tick, d.skip, nil)
+			r.skipped(ctx, &d.tick, d.skip)
 		} else {
 			go r.run(ctx, &runArgs{e: d.e, tick: d.tick, atFinish: d.atFinish})
 		}

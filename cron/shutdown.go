@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"log/slog"
 )
 
 // ErrShutdown is the cause of a run's context when [Runtime.Shutdown] gave
@@ -25,7 +26,8 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	r.mu.Lock()
-	if !r.stopped.Load() {
+	first := !r.stopped.Load()
+	if first {
 		r.stopped.Store(true)
 		clear(r.queue)
 		r.queue = nil
@@ -35,6 +37,9 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		close(r.stop)
 	}
 	r.mu.Unlock()
+	if first {
+		r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime shutting down", slog.Int64("runs", r.inflight.Load()))
+	}
 
 	// The scheduler only starts goroutines and reports skipped ticks, so
 	// it returns at once: wait for it whatever ctx says.
@@ -47,10 +52,13 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		case <-r.idle:
 		default:
 			r.cancel(ErrShutdown)
+			r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its runs; their contexts are cancelled",
+				slog.Int64("runs", r.inflight.Load()))
 			return ctx.Err()
 		}
 	}
 	// Nothing uses the context any more; cancelling it releases it.
 	r.cancel(ErrShutdown)
+	r.stopLog.Do(func() { r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime stopped") })
 	return nil
 }

@@ -65,6 +65,7 @@ func TestStartRefuses(t *testing.T) {
 		{"two jobs of one name", []cron.Job{&testJob{name: "a", every: hourly}, &testJob{name: "a", every: hourly}}, nil, cron.ErrInvalidJob},
 		{"nil option", []cron.Job{Report{every: hourly}}, []cron.Option{nil}, cron.ErrInvalidOption},
 		{"nil logger", []cron.Job{Report{every: hourly}}, []cron.Option{cron.WithLogger(nil)}, cron.ErrInvalidOption},
+		{"empty replica", []cron.Job{Report{every: hourly}}, []cron.Option{cron.WithReplica("")}, cron.ErrInvalidOption},
 		{"overlap 0", []cron.Job{Report{every: hourly}}, []cron.Option{cron.WithMaxOverlap(0)}, cron.ErrInvalidOption},
 		{"admission for no job", []cron.Job{Report{every: hourly}}, []cron.Option{cron.WithAdmission("Report", admit)}, cron.ErrInvalidOption},
 		{"nil admission", []cron.Job{Report{every: hourly}}, []cron.Option{cron.WithAdmission("cron_test.Report", nil)}, cron.ErrInvalidOption},

@@ -59,6 +59,35 @@ func clientOrNil(c Client) Client {
 	return c
 }
 
+// Ping sends PING to Redis through d's client and returns nil once Redis
+// answers. Nothing else talks to Redis before a lock is taken, and a cron
+// runtime takes its first lease in a run's goroutine, so a service that
+// wants to fail fast when Redis is unreachable calls Ping, with a deadline,
+// before it starts its jobs.
+//
+// Ping returns [ErrNoClient] for a Db without a client, and otherwise the
+// client's error or ctx's, wrapped: errors.Is(err, syscall.ECONNREFUSED)
+// for a port nothing listens on, context.DeadlineExceeded if the client's
+// retries outlast ctx. go-redis applies ctx's deadline to the connection's
+// reads only with ContextTimeoutEnabled; without it, a Redis that accepts
+// connections but does not answer holds Ping until the client's
+// ReadTimeout. Ping takes no lock, so any Db may ping, even one narrowed by
+// [Db.Only] to no lock.
+func (d Db) Ping(ctx context.Context) error {
+	if d.c == nil {
+		return ErrNoClient
+	}
+	cmd := redis.NewStatusCmd(ctx, "ping")
+	err := d.c.Process(ctx, cmd)
+	if err == nil {
+		err = cmd.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("lock: ping redis: %w", err)
+	}
+	return nil
+}
+
 // Entity is a lock family as a capability names it: a [Lock] or an [RWLock].
 // Only values built by this package implement it.
 type Entity interface {

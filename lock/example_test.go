@@ -149,3 +149,20 @@ func ExampleDb_Only() {
 	fmt.Println(err)
 	// Output: lock: not permitted by this Db: RwLock:catalog
 }
+
+// This example checks at startup that Redis answers, so that a service
+// whose Redis is unreachable exits at once with the reason instead of
+// starting jobs whose every lease will fail.
+func ExampleDb_Ping() {
+	client, done := exampleRedis()
+	defer done()
+	db := lock.NewDb(client)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := db.Ping(ctx); err != nil {
+		log.Fatal(err) // "lock: ping redis: dial tcp …: connect: connection refused"
+	}
+	fmt.Println("redis answers")
+	// Output: redis answers
+}

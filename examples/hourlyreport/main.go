@@ -18,6 +18,9 @@
 //	go run ./examples/hourlyreport -redis redis://127.0.0.1:6379/0 -hour 1m
 //	go run ./examples/hourlyreport -seed             # the job takes the lease
 //
+// If Redis does not answer within 5 seconds, it exits at once with status 1
+// and one line on stderr that says why, before any replica starts.
+//
 // The first Ctrl-C (or SIGTERM) shuts the replicas down gracefully, waiting
 // up to 10 seconds for the runs in progress; a second one exits at once,
 // with a non-zero status.
@@ -29,7 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -157,9 +160,25 @@ func main() {
 	if err != nil {
 		os.Exit(2) // the flag package has said why
 	}
+	// go-redis logs every failed dial on stderr by itself. The demo says
+	// what failed on its own, in one line, so go-redis's lines go to slog
+	// at Debug, below the default logger's level.
+	redis.SetLogger(redisLog{slog.Default(), slog.LevelDebug})
 	if err := run(os.Stdout, cfg); err != nil {
-		log.Fatal(err)
+		fmt.Fprintf(os.Stderr, "hourlyreport: %v\n", err)
+		os.Exit(1)
 	}
+}
+
+// redisLog routes go-redis's own log lines into slog, at one level.
+type redisLog struct {
+	log   *slog.Logger
+	level slog.Level
+}
+
+// Printf is go-redis's logging interface (see redis.SetLogger).
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.log.Log(ctx, r.level, fmt.Sprintf(format, v...), "source", "go-redis")
 }
 
 // parseFlags reads the command line.
@@ -199,6 +218,11 @@ func run(out io.Writer, cfg config) error {
 		return err
 	}
 	defer closeRedis()
+	// Fail now, in one line, rather than start replicas whose every
+	// lease would fail.
+	if err := ping(ctx, opts); err != nil {
+		return err
+	}
 
 	lease := lock.New[string]("cron", hour*55/60) // the runtime's default is the same 11/12
 	events := make(chan Event, 64)
@@ -320,6 +344,18 @@ func redisOptions(url string) (*redis.Options, func(), error) {
 		}
 	}()
 	return &redis.Options{Addr: m.Addr()}, func() { close(done); <-ticked; m.Close() }, nil
+}
+
+// ping checks that the Redis of opts answers within a few seconds.
+func ping(ctx context.Context, opts *redis.Options) error {
+	client := redis.NewClient(opts)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := lock.NewDb(client).Ping(ctx); err != nil {
+		return fmt.Errorf("cannot reach redis at %s: %w", opts.Addr, err)
+	}
+	return nil
 }
 
 // lockedWriter serializes writes to w.

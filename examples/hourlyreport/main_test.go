@@ -1,10 +1,16 @@
 package main
 
 import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 )
 
 // TestRun runs the demo briefly, both ways, and checks that every interval
@@ -102,5 +108,45 @@ func TestRunRefusesBadFlags(t *testing.T) {
 	}
 	if err := run(&out, config{hour: time.Second, duration: time.Second, redisURL: "not a url", replicas: 3}); err == nil {
 		t.Error("run with a bad -redis = nil error, want an error")
+	}
+}
+
+// TestUnreachableRedis runs the command as a child process against a port
+// that nothing listens on: it must exit soon, with a non-zero status and one
+// line that says why, and none of go-redis's own log lines.
+func TestUnreachableRedis(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-args", "-redis", "redis://"+addr, "-duration", "3s", "-replicas", "1")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.SysProcAttr = redistest.ChildProcAttr()
+	cmd.WaitDelay = time.Second
+	var out syncBuilder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(15*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	err = cmd.Wait()
+	took := time.Since(began)
+
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() <= 0 {
+		t.Errorf("the command exited with %v after %v, want a non-zero status", err, took)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the command took %v to give up, want it to fail fast", took)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], addr) || !strings.Contains(lines[0], "connection refused") || strings.Contains(lines[0], "pool") {
+		t.Errorf("output:\n%s\nwant one line that names %s and the refused connection, without go-redis's pool lines", out.String(), addr)
 	}
 }
