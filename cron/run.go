@@ -45,12 +45,12 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	}()
 
 	if e.admit != nil {
-		admitted, reason, err := admit(ctx, e.admit, t)
+		admitted, reason, err := admit(ctx, e.admit.check, t)
 		if err != nil {
 			r.admissionFailed(ctx, e, t, err)
 			return
 		}
-		if e.failures.Load() > 0 {
+		if e.admit.failures.Load() > 0 {
 			r.admissionRecovered(ctx, e, t)
 		}
 		if !admitted {
@@ -123,8 +123,8 @@ func runAttrs(e *entry, t *Tick, more int) []slog.Attr {
 	attrs = append(attrs,
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.String("slot", t.Slot.String()))
-	if e.lease != "" {
-		name, _ := slotLease(e.lease, *t)
+	if e.admit != nil && e.admit.lease != "" {
+		name, _ := slotLease(e.admit.lease, *t)
 		attrs = append(attrs, slog.String("lease", leaseKeys.Key(name)))
 	}
 	return attrs
@@ -153,9 +153,9 @@ func (r *Runtime) logRun(ctx context.Context, level slog.Level, e *entry, t *Tic
 // lease), and tells the observer. Only the first failure of a row is logged
 // at Error; the rest, one per tick while the outage lasts, at Debug.
 func (r *Runtime) admissionFailed(ctx context.Context, e *entry, t *Tick, err error) {
-	e.failedSince.CompareAndSwap(0, t.Started.UnixNano())
+	e.admit.failedSince.CompareAndSwap(0, t.Started.UnixNano())
 	level, msg := slog.LevelDebug, "cron job skipped a run"
-	if e.failures.Add(1) == 1 {
+	if e.admit.failures.Add(1) == 1 {
 		level, msg = slog.LevelError, "cron job's admission failed; its runs are skipped until it succeeds"
 	}
 	if r.log.Enabled(ctx, level) {
@@ -169,8 +169,8 @@ func (r *Runtime) admissionFailed(ctx context.Context, e *entry, t *Tick, err er
 // admissionRecovered logs the end of a row of admission failures, once the
 // admission answered again, admitting the tick t or not.
 func (r *Runtime) admissionRecovered(ctx context.Context, e *entry, t *Tick) {
-	n := e.failures.Swap(0)
-	since := e.failedSince.Swap(0)
+	n := e.admit.failures.Swap(0)
+	since := e.admit.failedSince.Swap(0)
 	if n == 0 { // another run of the job logged it
 		return
 	}

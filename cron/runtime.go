@@ -60,8 +60,7 @@ type entry struct {
 	job   Job
 	name  string
 	every *interval.Interval // never nil; shared, never modified
-	admit Admission
-	lease string // the name of a Leased job's lease, for its log records
+	admit *admission         // nil for a job that every tick runs
 
 	// Guarded by Runtime.mu, but for active, which a run's end lowers
 	// without it.
@@ -69,6 +68,14 @@ type entry struct {
 	active atomic.Int32 // runs in progress
 	due    time.Time    // when the next tick is due, while queued
 	ticks  uint64       // ticks so far, skipped ones included
+}
+
+// admission is a job's admission check and what the runtime keeps about
+// it. Only jobs with one have it, so that an idle job without one costs
+// no more than its entry.
+type admission struct {
+	check Admission
+	lease string // the name of a Leased job's lease, for its log records
 
 	// The admission failures in a row, and when the first of them began
 	// (Unix nanoseconds), so that an outage is logged once when it begins
@@ -144,7 +151,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: WithAdmission(%q, ...) names no job", ErrInvalidOption, name)
 		}
-		entries[i].admit = admit
+		entries[i].admit = &admission{check: admit}
 	}
 	for i := range entries {
 		e := &entries[i]
@@ -159,8 +166,11 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 			if err != nil {
 				return nil, err
 			}
-			e.admit = chain(e.admit, admit)
-			e.lease = cmp.Or(lease.Name, e.name)
+			if e.admit == nil {
+				e.admit = new(admission)
+			}
+			e.admit.check = chain(e.admit.check, admit)
+			e.admit.lease = cmp.Or(lease.Name, e.name)
 		}
 	}
 	if o.replica == "" {
