@@ -23,7 +23,7 @@ import (
 // The slots of an [interval.AtLeast], [interval.AfterFinish] or
 // [interval.AfterStart] job are each replica's own, so the lease is the
 // job's, the seed's pattern; it lasts 11/12 of the interval unless
-// [Lease.TTL] says otherwise, and runs out before the interval ends, so the
+// [LeaseConfig.TTL] says otherwise, and runs out before the interval ends, so the
 // next interval's first tick, whichever replica it comes from, takes it
 // again:
 //
@@ -56,11 +56,13 @@ type Leased interface {
 	Job
 	// Lease says where and for how long the lease is taken. The runtime
 	// calls it once, in [Start].
-	Lease() Lease
+	Lease() LeaseConfig
 }
 
-// Lease configures the lease of a [Leased] job.
-type Lease struct {
+// LeaseConfig configures the lease of a [Leased] job: where it is taken,
+// under which name and for how long. It is the value the job's Lease method
+// returns, read once by [Start].
+type LeaseConfig struct {
 	// Db is where the lease is taken; it must be able to take locks in
 	// [LeaseNamespace]. Required.
 	Db lock.Db
@@ -95,7 +97,7 @@ const (
 
 // leaseOf calls the job's Lease method, turning a panic into an error that
 // names the job.
-func leaseOf(name string, j Leased) (l Lease, err error) {
+func leaseOf(name string, j Leased) (l LeaseConfig, err error) {
 	err = guard(fmt.Sprintf("job %q", name), "Lease", func() { l = j.Lease() })
 	return l, err
 }
@@ -103,7 +105,7 @@ func leaseOf(name string, j Leased) (l Lease, err error) {
 // leaseAdmission returns the admission that takes a Leased job's lease
 // before each run, or an error naming the job if the lease can't work. now
 // is the runtime's clock, which its ticks' slots are read on.
-func leaseAdmission(name string, every interval.Interval, l Lease, now func() time.Time) (Admission, error) {
+func leaseAdmission(name string, every interval.Interval, l LeaseConfig, now func() time.Time) (Admission, error) {
 	if l.Name == "" {
 		l.Name = name
 	}
@@ -119,12 +121,12 @@ func leaseAdmission(name string, every interval.Interval, l Lease, now func() ti
 	if _, err := probe.TryLock(done, l.Db, l.Name); !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, name, err)
 	}
-	return (&leaser{Lease: l, now: now}).admit, nil
+	return (&leaser{LeaseConfig: l, now: now}).admit, nil
 }
 
 // leaser takes the leases of one job.
 type leaser struct {
-	Lease
+	LeaseConfig
 	now func() time.Time
 	// own is this replica's latest lease of a duration policy's slot.
 	own atomic.Pointer[lock.Token]

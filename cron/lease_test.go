@@ -19,10 +19,10 @@ import (
 // leasedJob is a testJob that asks for the runtime's lease.
 type leasedJob struct {
 	testJob
-	lease cron.Lease
+	lease cron.LeaseConfig
 }
 
-func (j *leasedJob) Lease() cron.Lease { return j.lease }
+func (j *leasedJob) Lease() cron.LeaseConfig { return j.lease }
 
 // skips records the skipped ticks an Observer reports.
 type skips struct {
@@ -58,7 +58,7 @@ func TestLeaseOnRedis(t *testing.T) {
 			ran <- t
 			return nil
 		}},
-		lease: cron.Lease{Db: db},
+		lease: cron.LeaseConfig{Db: db},
 	}
 	rt, err := cron.Start([]cron.Job{job})
 	if err != nil {
@@ -92,7 +92,7 @@ func TestLeaseOnRedis(t *testing.T) {
 			ran <- t
 			return nil
 		}},
-		lease: cron.Lease{Db: db},
+		lease: cron.LeaseConfig{Db: db},
 	}
 	rt, err = cron.Start([]cron.Job{cronJob})
 	if err != nil {
@@ -135,7 +135,7 @@ func TestLeaseRedisDown(t *testing.T) {
 			ran++
 			return nil
 		}},
-		lease: cron.Lease{Db: lock.NewDb(c)},
+		lease: cron.LeaseConfig{Db: lock.NewDb(c)},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()))
 	if err != nil {
@@ -179,7 +179,7 @@ func TestLeaseOffsetClocks(t *testing.T) {
 				seen[slot] = name
 				return nil
 			}},
-			lease: cron.Lease{Db: lock.NewDb(srv.Client(t))},
+			lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
 		}
 		rt, err := cron.Start([]cron.Job{job}, cron.WithClock(func() time.Time { return time.Now().Add(offset) }))
 		if err != nil {
@@ -206,17 +206,17 @@ func TestLeaseRefused(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { c.Close() })
 	db := lock.NewDb(c)
-	job := func(every interval.Interval, l cron.Lease) cron.Job {
+	job := func(every interval.Interval, l cron.LeaseConfig) cron.Job {
 		return &leasedJob{testJob: testJob{name: "j", every: every}, lease: l}
 	}
 	tests := []struct {
 		name string
 		job  cron.Job
 	}{
-		{"no Db", job(interval.AtLeast(time.Hour), cron.Lease{})},
-		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.Lease{Db: db.Only(lock.New[string]("other", time.Second))})},
-		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.Lease{Db: db, TTL: time.Hour})},
-		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.Lease{Db: db, TTL: -time.Second})},
+		{"no Db", job(interval.AtLeast(time.Hour), cron.LeaseConfig{})},
+		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db.Only(lock.New[string]("other", time.Second))})},
+		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db, TTL: time.Hour})},
+		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.LeaseConfig{Db: db, TTL: -time.Second})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
