@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 	"github.com/wakuwaku-go/wakuwaku/service"
 )
 
@@ -124,7 +125,7 @@ func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
 	jobs := make([]cron.Job, 0, len(b.recipes))
 	for _, r := range b.recipes {
 		job, err := r.build(deps)
-		if err == nil && (job == nil || reflect.ValueOf(job).Kind() == reflect.Pointer && reflect.ValueOf(job).IsNil()) {
+		if err == nil && typednil.Is(job) {
 			err = errors.New("the constructor returned a nil job")
 		}
 		if err != nil {

@@ -28,6 +28,14 @@ func (j *counting) Process(context.Context, cron.Tick) error { j.runs.Add(1); re
 
 type settings struct{ name string }
 
+// funcJob is a job of a kind that can be nil without being a pointer. Its
+// methods work on a nil one; its runs would panic.
+type funcJob func(context.Context) error
+
+func (funcJob) Name() string                                     { return "func" }
+func (funcJob) Interval() interval.Interval                      { return interval.AtLeast(time.Hour) }
+func (f funcJob) Process(ctx context.Context, _ cron.Tick) error { return f(ctx) }
+
 func TestBuilderStart(t *testing.T) {
 	var runs atomic.Int64
 	b := wakuwaku.NewServiceBuilder(&settings{"a"}, &runs)
@@ -60,6 +68,7 @@ func TestBuilderRefuses(t *testing.T) {
 		name    string
 		build   func() *wakuwaku.ServiceBuilder
 		is      error    // errors.Is target, if any
+		job     bool     // whether the error must be a *JobError
 		mention []string // what the message must name
 	}{
 		{
@@ -97,7 +106,16 @@ func TestBuilderRefuses(t *testing.T) {
 			build: func() *wakuwaku.ServiceBuilder {
 				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}), func(*settings) *counting { return nil })
 			},
+			job:     true,
 			mention: []string{"*wakuwaku_test.counting", "nil job"},
+		},
+		{
+			name: "constructor returns a nil func",
+			build: func() *wakuwaku.ServiceBuilder {
+				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}), func(*settings) funcJob { return nil })
+			},
+			job:     true,
+			mention: []string{"wakuwaku_test.funcJob", "nil job"},
 		},
 		{
 			name: "constructor panics",
@@ -128,6 +146,9 @@ func TestBuilderRefuses(t *testing.T) {
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("Start = %v, want errors.Is %v", err, tt.is)
+			}
+			if _, ok := errors.AsType[*wakuwaku.JobError](err); tt.job && !ok {
+				t.Errorf("Start = %v, want a *wakuwaku.JobError", err)
 			}
 			for _, m := range tt.mention {
 				if !strings.Contains(err.Error(), m) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 )
 
@@ -67,24 +68,13 @@ func JobName(j Job) string {
 	return strings.TrimLeft(reflect.TypeOf(j).String(), "*")
 }
 
-// isNil reports whether j is nil or a nil value of a kind that can be nil
-// (a pointer, map, slice, func or channel), which has no job behind it to
-// run.
-func isNil(j Job) bool {
-	if j == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(j); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
 // describe checks jobs[i] and returns its name and interval, or an error
 // naming it. A panic in its methods is a broken job, refused like one.
 func describe(i int, j Job) (name string, every interval.Interval, err error) {
-	if isNil(j) {
+	// A nil of a kind that can be nil (a pointer, map, slice, func or
+	// channel) has no job behind it to run, however well its Name and
+	// Interval methods work.
+	if typednil.Is(j) {
 		if j == nil {
 			return "", every, fmt.Errorf("%w: jobs[%d] is nil", ErrInvalidJob, i)
 		}
