@@ -32,7 +32,9 @@ type recipe struct {
 
 // NewServiceBuilder returns a builder holding deps, each known by its Go
 // type: a *redis.Client, a lock.Db, a config struct. A constructor that asks
-// for an interface type gets the one dependency that implements it.
+// for an interface type gets the one dependency that implements it. Start
+// refuses a nil dependency, a typed nil such as a (*redis.Client)(nil)
+// included.
 func NewServiceBuilder(deps ...any) *ServiceBuilder {
 	return &ServiceBuilder{deps: deps}
 }
@@ -109,10 +111,11 @@ func (e *JobError) Unwrap() error { return e.Err }
 // (the dependencies and the built jobs, by type; a type two jobs share is
 // ambiguous) and the handle whose Shutdown stops the jobs.
 //
-// If a dependency is missing or ambiguous, two dependencies have one type, a
-// constructor is nil or fails, or the runtime refuses a job (two jobs with
-// one name, a lease that can't work), Start returns an error, a *JobError
-// where one job is to blame, and no job has run. Start may be called once.
+// If a dependency is nil, missing or ambiguous, two dependencies have one
+// type, a constructor is nil or fails, or the runtime refuses a job (two
+// jobs with one name, a lease that can't work), Start returns an error, a
+// *JobError where one job is to blame, and no job has run. Start may be
+// called once.
 func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
 	if b.started {
 		return nil, nil, errors.New("wakuwaku: ServiceBuilder.Start called twice")

@@ -28,6 +28,20 @@ func (j *counting) Process(context.Context, cron.Tick) error { j.runs.Add(1); re
 
 type settings struct{ name string }
 
+// pinger is a job that uses its Redis client only when it runs: given a nil
+// one, every run panics.
+type pinger struct {
+	c    *redis.Client
+	runs *atomic.Int64
+}
+
+func (j *pinger) Name() string                { return "pinger" }
+func (j *pinger) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (j *pinger) Process(ctx context.Context, _ cron.Tick) error {
+	j.runs.Add(1)
+	return j.c.Ping(ctx).Err()
+}
+
 // funcJob is a job of a kind that can be nil without being a pointer. Its
 // methods work on a nil one; its runs would panic.
 type funcJob func(context.Context) error
@@ -93,6 +107,14 @@ func TestBuilderRefuses(t *testing.T) {
 			},
 			is:      service.ErrAmbiguous,
 			mention: []string{"redis.UniversalClient", "*wakuwaku_test.counting"},
+		},
+		{
+			name: "nil *redis.Client dependency",
+			build: func() *wakuwaku.ServiceBuilder {
+				b := wakuwaku.NewServiceBuilder((*redis.Client)(nil))
+				return wakuwaku.CronJob(b, func(c *redis.Client) *pinger { return &pinger{c: c, runs: &runs} })
+			},
+			mention: []string{"nil *redis.Client"},
 		},
 		{
 			name: "nil constructor",

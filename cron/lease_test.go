@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,13 +211,15 @@ func TestLeaseRefused(t *testing.T) {
 		return &leasedJob{testJob: testJob{name: "j", every: every}, lease: l}
 	}
 	tests := []struct {
-		name string
-		job  cron.Job
+		name    string
+		job     cron.Job
+		mention string // what the error must name, if anything
 	}{
-		{"no Db", job(interval.AtLeast(time.Hour), cron.LeaseConfig{})},
-		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db.Only(lock.New[string]("other", time.Second))})},
-		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db, TTL: time.Hour})},
-		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.LeaseConfig{Db: db, TTL: -time.Second})},
+		{"no Db", job(interval.AtLeast(time.Hour), cron.LeaseConfig{}), ""},
+		{"Db of a nil client", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: lock.NewDb((*redis.Client)(nil))}), "nil *redis.Client"},
+		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db.Only(lock.New[string]("other", time.Second))}), ""},
+		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db, TTL: time.Hour}), ""},
+		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.LeaseConfig{Db: db, TTL: -time.Second}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,6 +229,9 @@ func TestLeaseRefused(t *testing.T) {
 			}
 			if !errors.Is(err, cron.ErrInvalidJob) {
 				t.Errorf("Start = %v, want ErrInvalidJob", err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("Start = %q, want it to name %s", err, tt.mention)
 			}
 		})
 	}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 )
 
 // ErrMissing is returned, wrapped, when no value of the wanted type is
@@ -29,30 +31,27 @@ type Services struct {
 }
 
 // New returns the registry of values. It returns an error wrapping
-// [ErrAmbiguous] if two values have one type, and one naming the index if a
-// value is nil.
+// [ErrAmbiguous] if two values have one type, and one naming the index and
+// the type if a value is nil: nil itself, or a nil pointer, map, slice, func
+// or channel, such as a (*redis.Client)(nil), which a constructor given it
+// would only find out about when it first used it.
 func New(values ...any) (*Services, error) {
 	s := &Services{byType: make(map[reflect.Type]any, len(values))}
 	for i, v := range values {
-		if err := s.add(v); err != nil {
-			return nil, fmt.Errorf("service.New: value %d: %w", i, err)
+		switch {
+		case v == nil:
+			return nil, fmt.Errorf("service: value %d is nil", i)
+		case typednil.Is(v):
+			return nil, fmt.Errorf("service: value %d is a nil %T", i, v)
 		}
+		t := reflect.TypeOf(v)
+		if _, dup := s.byType[t]; dup {
+			return nil, fmt.Errorf("%w: value %d: two values of type %v", ErrAmbiguous, i, t)
+		}
+		s.byType[t] = v
+		s.order = append(s.order, t)
 	}
 	return s, nil
-}
-
-// add registers v under its dynamic type.
-func (s *Services) add(v any) error {
-	if v == nil {
-		return errors.New("service: nil value")
-	}
-	t := reflect.TypeOf(v)
-	if _, dup := s.byType[t]; dup {
-		return fmt.Errorf("%w: two values of type %v", ErrAmbiguous, t)
-	}
-	s.byType[t] = v
-	s.order = append(s.order, t)
-	return nil
 }
 
 // Collect returns the registry of values like [New], but never fails: a nil
