@@ -22,7 +22,8 @@ import (
 //
 // A job's name, which logs, ticks and [WithAdmission] use, is what its
 // Name() string method returns when it has one, else its Go type (see
-// [JobName]).
+// [JobName]). A [Leased] job must name its lease itself: with a Name method
+// or [LeaseConfig.Name].
 type Job interface {
 	Interval() interval.Interval
 	Process(ctx context.Context, tick Tick) error
@@ -57,7 +58,8 @@ type Tick struct {
 // a nil job.
 //
 // Two jobs of one runtime must have different names. Jobs of one type need
-// a Name method that tells them apart.
+// a Name method that tells them apart, and so does a [Leased] job whose
+// [LeaseConfig] has no Name: its lease is named after it.
 func JobName(j Job) string {
 	if j == nil {
 		return ""

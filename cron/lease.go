@@ -16,7 +16,11 @@ import (
 //
 // Before each run, the startup run included, the runtime takes a lease on
 // the run's slot (see [interval.Slot]): a [lock.Lock] in namespace
-// [LeaseNamespace], never released. The first replica to tick takes it and
+// [LeaseNamespace], never released. Its name, <name> below, is
+// [LeaseConfig.Name], or else what the job's Name() string method returns;
+// [Start] refuses a leased job with neither, since the name a job without a
+// Name method is known by, its Go type, changes when the type is renamed or
+// moved, and replicas running the two versions would take two leases. The first replica to tick takes it and
 // runs; the others find it held and skip the tick, which is logged and
 // reported to [Observer.RunSkipped] with [ReasonLeaseHeld].
 //
@@ -66,8 +70,9 @@ type LeaseConfig struct {
 	// Db is where the lease is taken; it must be able to take locks in
 	// [LeaseNamespace]. Required.
 	Db lock.Db
-	// Name is the lease's name in [LeaseNamespace]; the default is the
-	// job's name. Replicas of one job must agree on it.
+	// Name is the lease's name in [LeaseNamespace]; the default is what
+	// the job's Name() string method returns. A job without a Name method
+	// must set it. Replicas of one job must agree on it.
 	Name string
 	// TTL is how long a lease lasts from the start of its slot. The
 	// default is 11/12 of the interval for a duration policy (55 minutes
@@ -102,13 +107,24 @@ func leaseOf(name string, j Leased) (l LeaseConfig, err error) {
 	return l, err
 }
 
+// leaseName returns the name of job j's lease: l.Name, else the result of
+// j's Name method (name). A job known only by its Go type has none: renaming
+// the type or moving it to another package would change its lease, and
+// replicas running two versions would each take their own.
+func leaseName(name string, j Leased, l LeaseConfig) (string, error) {
+	if l.Name != "" {
+		return l.Name, nil
+	}
+	if _, named := j.(interface{ Name() string }); !named {
+		return "", fmt.Errorf("%w: leased job %s has no name: add a Name() string method or set LeaseConfig.Name", ErrInvalidJob, name)
+	}
+	return name, nil
+}
+
 // leaseAdmission returns the admission that takes a Leased job's lease
 // before each run, or an error naming the job if the lease can't work. now
 // is the runtime's clock, which its ticks' slots are read on.
 func leaseAdmission(name string, every interval.Interval, l LeaseConfig, now func() time.Time) (Admission, error) {
-	if l.Name == "" {
-		l.Name = name
-	}
 	if err := every.CheckLease(l.TTL); err != nil {
 		return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, name, err)
 	}

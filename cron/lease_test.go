@@ -203,6 +203,55 @@ func TestLeaseOffsetClocks(t *testing.T) {
 	}
 }
 
+// unnamedLeased is a leased job without a Name method: it is known by its
+// Go type, which is no name for a lease that replicas share.
+type unnamedLeased struct {
+	lease cron.LeaseConfig
+	ran   chan cron.Tick
+}
+
+func (j *unnamedLeased) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (j *unnamedLeased) Lease() cron.LeaseConfig     { return j.lease }
+func (j *unnamedLeased) Process(_ context.Context, t cron.Tick) error {
+	j.ran <- t
+	return nil
+}
+
+// TestLeaseNeedsName checks that a leased job names its lease itself, by a
+// Name method or LeaseConfig.Name, rather than by its Go type, which a
+// rename or a move to another package would change, splitting the lease
+// between replicas of two versions.
+func TestLeaseNeedsName(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	db := lock.NewDb(srv.Client(t))
+
+	job := &unnamedLeased{lease: cron.LeaseConfig{Db: db}, ran: make(chan cron.Tick, 1)}
+	rt, err := cron.Start([]cron.Job{job})
+	if err == nil {
+		rt.Shutdown(t.Context())
+		t.Fatalf("Start(leased job without a name) = nil error, want %v", cron.ErrInvalidJob)
+	}
+	const fix = "leased job cron_test.unnamedLeased has no name: add a Name() string method or set LeaseConfig.Name"
+	if !errors.Is(err, cron.ErrInvalidJob) || !strings.Contains(err.Error(), fix) {
+		t.Errorf("Start(leased job without a name) = %v, want %v saying %q", err, cron.ErrInvalidJob, fix)
+	}
+
+	// LeaseConfig.Name names the lease; the key is the one a Name method
+	// of that name gives.
+	job.lease.Name = "cleanup"
+	rt, err = cron.Start([]cron.Job{job})
+	if err != nil {
+		t.Fatalf("Start(leased job with LeaseConfig.Name) = %v", err)
+	}
+	<-job.ran
+	rt.Shutdown(t.Context())
+	key := "@@wakuwaku-entity:Lock:cron:cleanup"
+	if n := raw.Exists(t.Context(), key).Val(); n != 1 {
+		t.Errorf("EXISTS %s = %d after the run, want 1", key, n)
+	}
+}
+
 func TestLeaseRefused(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { c.Close() })
