@@ -74,16 +74,12 @@ func admit(ctx context.Context, a Admission, t Tick) (admitted bool, reason stri
 // built in functions of their own, only when the logger wants them, so that
 // a run's goroutine stays within its initial stack when logging is off.
 func (r *Runtime) report(ctx context.Context, t Tick, err error, took time.Duration) {
-	p, panicked := err.(*PanicError)
 	level := slog.LevelDebug
 	if err != nil {
 		level = slog.LevelError
 	}
 	if r.log.Enabled(ctx, level) {
 		r.logRun(ctx, level, t, err, took)
-	}
-	if panicked && r.observer.RunPanicked != nil {
-		r.observer.RunPanicked(t, p.Value, p.Stack)
 	}
 	if r.observer.RunFinished != nil {
 		r.observer.RunFinished(t, err, took)
