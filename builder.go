@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/servicehook"
 	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 	"github.com/wakuwaku-go/wakuwaku/service"
 )
@@ -141,7 +142,7 @@ func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
 		return nil, nil, fmt.Errorf("wakuwaku: %w", err)
 	}
 	all := append(append([]any(nil), b.deps...), anys(jobs)...)
-	return service.Collect(all...), newCrons(rt), nil
+	return servicehook.Collect(all...).(*service.Services), newCrons(rt), nil
 }
 
 func anys(jobs []cron.Job) []any {

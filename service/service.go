@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/servicehook"
 	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 )
 
@@ -54,12 +55,16 @@ func New(values ...any) (*Services, error) {
 	return s, nil
 }
 
-// Collect returns the registry of values like [New], but never fails: a nil
+func init() {
+	servicehook.Collect = func(values ...any) any { return collect(values...) }
+}
+
+// collect returns the registry of values like [New], but never fails: a nil
 // value is left out, and a type that two values share is held as ambiguous,
-// so that looking it up returns [ErrAmbiguous]. ServiceBuilder.Start uses it
-// for the jobs it built, since two jobs of one type are fine as long as their
-// names differ.
-func Collect(values ...any) *Services {
+// so that looking it up returns [ErrAmbiguous]. ServiceBuilder.Start uses it,
+// through package servicehook, for the jobs it built, since two jobs of one
+// type are fine as long as their names differ.
+func collect(values ...any) *Services {
 	s := &Services{byType: make(map[reflect.Type]any, len(values))}
 	for _, v := range values {
 		if v == nil {
@@ -76,7 +81,7 @@ func Collect(values ...any) *Services {
 	return s
 }
 
-// ambiguous stands for the values of a type that Collect found twice.
+// ambiguous stands for the values of a type that collect found twice.
 type ambiguous struct{}
 
 // Len returns how many values s holds.
