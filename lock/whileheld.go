@@ -79,8 +79,8 @@ const abandonGrace = 100 * time.Millisecond
 // WhileHeld returns [ErrNilToken] without running work if lease is nil or
 // holds a nil pointer, such as the nil token of a busy lock.
 //
-// The lease bounds how long work is protected, not what it does after: see the
-// package documentation on fencing.
+// The lease bounds how long work is protected, not what it does after: see
+// the package documentation on what a lease can't guarantee.
 func WhileHeld[T any](ctx context.Context, lease Lease, work func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if typednil.Is(lease) { // its methods would prove nothing held
