@@ -55,13 +55,14 @@ type Tick struct {
 // JobName returns the name the runtime knows a job by: the result of the
 // job's Name() string method when it has one, else the name of its Go type
 // without pointer stars, such as "reports.HourlyReport". It returns "" for
-// a nil job.
+// a nil job, a nil pointer, func, map, slice or channel of a job type
+// included, without calling its Name method.
 //
 // Two jobs of one runtime must have different names. Jobs of one type need
 // a Name method that tells them apart, and so does a [Leased] job whose
 // [LeaseConfig] has no Name: its lease is named after it.
 func JobName(j Job) string {
-	if j == nil {
+	if typednil.Is(j) {
 		return ""
 	}
 	if named, ok := j.(interface{ Name() string }); ok {

@@ -114,6 +114,8 @@ func TestJobName(t *testing.T) {
 		{Generic[int]{}, "cron_test.Generic[int]"},
 		{&testJob{name: "nightly"}, "nightly"},
 		{nil, ""},
+		{(*testJob)(nil), ""}, // its Name method would dereference it
+		{FuncJob(nil), ""},
 	}
 	for _, tc := range tests {
 		if got := cron.JobName(tc.job); got != tc.want {
