@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/servicehook"
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 	"github.com/wakuwaku-go/wakuwaku/service"
 )
 
@@ -31,7 +33,9 @@ type recipe struct {
 
 // NewServiceBuilder returns a builder holding deps, each known by its Go
 // type: a *redis.Client, a lock.Db, a config struct. A constructor that asks
-// for an interface type gets the one dependency that implements it.
+// for an interface type gets the one dependency that implements it. Start
+// refuses a nil dependency, a typed nil such as a (*redis.Client)(nil)
+// included.
 func NewServiceBuilder(deps ...any) *ServiceBuilder {
 	return &ServiceBuilder{deps: deps}
 }
@@ -108,10 +112,11 @@ func (e *JobError) Unwrap() error { return e.Err }
 // (the dependencies and the built jobs, by type; a type two jobs share is
 // ambiguous) and the handle whose Shutdown stops the jobs.
 //
-// If a dependency is missing or ambiguous, two dependencies have one type, a
-// constructor is nil or fails, or the runtime refuses a job (two jobs with
-// one name, a lease that can't work), Start returns an error, a *JobError
-// where one job is to blame, and no job has run. Start may be called once.
+// If a dependency is nil, missing or ambiguous, two dependencies have one
+// type, a constructor is nil or fails, or the runtime refuses a job (two
+// jobs with one name, a lease that can't work), Start returns an error, a
+// *JobError where one job is to blame, and no job has run. Start may be
+// called once.
 func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
 	if b.started {
 		return nil, nil, errors.New("wakuwaku: ServiceBuilder.Start called twice")
@@ -124,7 +129,7 @@ func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
 	jobs := make([]cron.Job, 0, len(b.recipes))
 	for _, r := range b.recipes {
 		job, err := r.build(deps)
-		if err == nil && (job == nil || reflect.ValueOf(job).Kind() == reflect.Pointer && reflect.ValueOf(job).IsNil()) {
+		if err == nil && typednil.Is(job) {
 			err = errors.New("the constructor returned a nil job")
 		}
 		if err != nil {
@@ -137,7 +142,7 @@ func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
 		return nil, nil, fmt.Errorf("wakuwaku: %w", err)
 	}
 	all := append(append([]any(nil), b.deps...), anys(jobs)...)
-	return service.Collect(all...), newCrons(rt), nil
+	return servicehook.Collect(all...).(*service.Services), newCrons(rt), nil
 }
 
 func anys(jobs []cron.Job) []any {

@@ -28,6 +28,28 @@ func (j *counting) Process(context.Context, cron.Tick) error { j.runs.Add(1); re
 
 type settings struct{ name string }
 
+// pinger is a job that uses its Redis client only when it runs: given a nil
+// one, every run panics.
+type pinger struct {
+	c    *redis.Client
+	runs *atomic.Int64
+}
+
+func (j *pinger) Name() string                { return "pinger" }
+func (j *pinger) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (j *pinger) Process(ctx context.Context, _ cron.Tick) error {
+	j.runs.Add(1)
+	return j.c.Ping(ctx).Err()
+}
+
+// funcJob is a job of a kind that can be nil without being a pointer. Its
+// methods work on a nil one; its runs would panic.
+type funcJob func(context.Context) error
+
+func (funcJob) Name() string                                     { return "func" }
+func (funcJob) Interval() interval.Interval                      { return interval.AtLeast(time.Hour) }
+func (f funcJob) Process(ctx context.Context, _ cron.Tick) error { return f(ctx) }
+
 func TestBuilderStart(t *testing.T) {
 	var runs atomic.Int64
 	b := wakuwaku.NewServiceBuilder(&settings{"a"}, &runs)
@@ -60,6 +82,7 @@ func TestBuilderRefuses(t *testing.T) {
 		name    string
 		build   func() *wakuwaku.ServiceBuilder
 		is      error    // errors.Is target, if any
+		job     bool     // whether the error must be a *JobError
 		mention []string // what the message must name
 	}{
 		{
@@ -86,6 +109,14 @@ func TestBuilderRefuses(t *testing.T) {
 			mention: []string{"redis.UniversalClient", "*wakuwaku_test.counting"},
 		},
 		{
+			name: "nil *redis.Client dependency",
+			build: func() *wakuwaku.ServiceBuilder {
+				b := wakuwaku.NewServiceBuilder((*redis.Client)(nil))
+				return wakuwaku.CronJob(b, func(c *redis.Client) *pinger { return &pinger{c: c, runs: &runs} })
+			},
+			mention: []string{"nil *redis.Client"},
+		},
+		{
 			name: "nil constructor",
 			build: func() *wakuwaku.ServiceBuilder {
 				return wakuwaku.CronJob[*settings, *counting](wakuwaku.NewServiceBuilder(&settings{}), nil)
@@ -97,7 +128,16 @@ func TestBuilderRefuses(t *testing.T) {
 			build: func() *wakuwaku.ServiceBuilder {
 				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}), func(*settings) *counting { return nil })
 			},
+			job:     true,
 			mention: []string{"*wakuwaku_test.counting", "nil job"},
+		},
+		{
+			name: "constructor returns a nil func",
+			build: func() *wakuwaku.ServiceBuilder {
+				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(&settings{}), func(*settings) funcJob { return nil })
+			},
+			job:     true,
+			mention: []string{"wakuwaku_test.funcJob", "nil job"},
 		},
 		{
 			name: "constructor panics",
@@ -128,6 +168,9 @@ func TestBuilderRefuses(t *testing.T) {
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("Start = %v, want errors.Is %v", err, tt.is)
+			}
+			if _, ok := errors.AsType[*wakuwaku.JobError](err); tt.job && !ok {
+				t.Errorf("Start = %v, want a *wakuwaku.JobError", err)
 			}
 			for _, m := range tt.mention {
 				if !strings.Contains(err.Error(), m) {

@@ -73,7 +73,7 @@ type leasedReport struct{ d replicaDeps }
 
 func (j *leasedReport) Name() string                { return "report" }
 func (j *leasedReport) Interval() interval.Interval { return j.d.every }
-func (j *leasedReport) Lease() cron.Lease           { return cron.Lease{Db: j.d.db} }
+func (j *leasedReport) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: j.d.db} }
 func (j *leasedReport) Process(ctx context.Context, t cron.Tick) error {
 	j.d.journal.add(run{replica: j.d.replica, tick: t, entered: time.Now()})
 	select {

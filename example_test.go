@@ -98,7 +98,7 @@ func (j *CleanupJob) Name() string { return "cleanup" }
 func (j *CleanupJob) Interval() interval.Interval { return interval.AtLeast(10 * time.Minute) }
 
 // Lease takes the lease in j.db, for the default 11/12 of the interval.
-func (j *CleanupJob) Lease() cron.Lease { return cron.Lease{Db: j.db} }
+func (j *CleanupJob) Lease() cron.LeaseConfig { return cron.LeaseConfig{Db: j.db} }
 
 // Process runs only in the replica that took this interval's lease.
 func (j *CleanupJob) Process(context.Context, cron.Tick) error {

@@ -71,13 +71,11 @@ func (r *runs) snapshot() ([]time.Time, []cron.Tick, int) {
 
 // event is one call of the observer.
 type event struct {
-	kind   string // "started", "finished", "skipped" or "panicked"
+	kind   string // "started", "finished" or "skipped"
 	tick   cron.Tick
 	err    error
 	reason string
 	took   time.Duration
-	value  any
-	stack  []byte
 }
 
 // events records what an Observer is told.
@@ -100,9 +98,6 @@ func (ev *events) observer() cron.Observer {
 		},
 		RunSkipped: func(t cron.Tick, reason string, err error) {
 			ev.add(event{kind: "skipped", tick: t, reason: reason, err: err})
-		},
-		RunPanicked: func(t cron.Tick, value any, stack []byte) {
-			ev.add(event{kind: "panicked", tick: t, value: value, stack: stack})
 		},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 )
 
@@ -21,7 +22,8 @@ import (
 //
 // A job's name, which logs, ticks and [WithAdmission] use, is what its
 // Name() string method returns when it has one, else its Go type (see
-// [JobName]).
+// [JobName]). A [Leased] job must name its lease itself: with a Name method
+// or [LeaseConfig.Name].
 type Job interface {
 	Interval() interval.Interval
 	Process(ctx context.Context, tick Tick) error
@@ -53,12 +55,14 @@ type Tick struct {
 // JobName returns the name the runtime knows a job by: the result of the
 // job's Name() string method when it has one, else the name of its Go type
 // without pointer stars, such as "reports.HourlyReport". It returns "" for
-// a nil job.
+// a nil job, a nil pointer, func, map, slice or channel of a job type
+// included, without calling its Name method.
 //
 // Two jobs of one runtime must have different names. Jobs of one type need
-// a Name method that tells them apart.
+// a Name method that tells them apart, and so does a [Leased] job whose
+// [LeaseConfig] has no Name: its lease is named after it.
 func JobName(j Job) string {
-	if j == nil {
+	if typednil.Is(j) {
 		return ""
 	}
 	if named, ok := j.(interface{ Name() string }); ok {
@@ -67,24 +71,13 @@ func JobName(j Job) string {
 	return strings.TrimLeft(reflect.TypeOf(j).String(), "*")
 }
 
-// isNil reports whether j is nil or a nil value of a kind that can be nil
-// (a pointer, map, slice, func or channel), which has no job behind it to
-// run.
-func isNil(j Job) bool {
-	if j == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(j); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
 // describe checks jobs[i] and returns its name and interval, or an error
 // naming it. A panic in its methods is a broken job, refused like one.
 func describe(i int, j Job) (name string, every interval.Interval, err error) {
-	if isNil(j) {
+	// A nil of a kind that can be nil (a pointer, map, slice, func or
+	// channel) has no job behind it to run, however well its Name and
+	// Interval methods work.
+	if typednil.Is(j) {
 		if j == nil {
 			return "", every, fmt.Errorf("%w: jobs[%d] is nil", ErrInvalidJob, i)
 		}

@@ -16,14 +16,18 @@ import (
 //
 // Before each run, the startup run included, the runtime takes a lease on
 // the run's slot (see [interval.Slot]): a [lock.Lock] in namespace
-// [LeaseNamespace], never released. The first replica to tick takes it and
+// [LeaseNamespace], never released. Its name, <name> below, is
+// [LeaseConfig.Name], or else what the job's Name() string method returns;
+// [Start] refuses a leased job with neither, since the name a job without a
+// Name method is known by, its Go type, changes when the type is renamed or
+// moved, and replicas running the two versions would take two leases. The first replica to tick takes it and
 // runs; the others find it held and skip the tick, which is logged and
 // reported to [Observer.RunSkipped] with [ReasonLeaseHeld].
 //
 // The slots of an [interval.AtLeast], [interval.AfterFinish] or
 // [interval.AfterStart] job are each replica's own, so the lease is the
 // job's, the seed's pattern; it lasts 11/12 of the interval unless
-// [Lease.TTL] says otherwise, and runs out before the interval ends, so the
+// [LeaseConfig.TTL] says otherwise, and runs out before the interval ends, so the
 // next interval's first tick, whichever replica it comes from, takes it
 // again:
 //
@@ -56,16 +60,19 @@ type Leased interface {
 	Job
 	// Lease says where and for how long the lease is taken. The runtime
 	// calls it once, in [Start].
-	Lease() Lease
+	Lease() LeaseConfig
 }
 
-// Lease configures the lease of a [Leased] job.
-type Lease struct {
+// LeaseConfig configures the lease of a [Leased] job: where it is taken,
+// under which name and for how long. It is the value the job's Lease method
+// returns, read once by [Start].
+type LeaseConfig struct {
 	// Db is where the lease is taken; it must be able to take locks in
 	// [LeaseNamespace]. Required.
 	Db lock.Db
-	// Name is the lease's name in [LeaseNamespace]; the default is the
-	// job's name. Replicas of one job must agree on it.
+	// Name is the lease's name in [LeaseNamespace]; the default is what
+	// the job's Name() string method returns. A job without a Name method
+	// must set it. Replicas of one job must agree on it.
 	Name string
 	// TTL is how long a lease lasts from the start of its slot. The
 	// default is 11/12 of the interval for a duration policy (55 minutes
@@ -95,18 +102,29 @@ const (
 
 // leaseOf calls the job's Lease method, turning a panic into an error that
 // names the job.
-func leaseOf(name string, j Leased) (l Lease, err error) {
+func leaseOf(name string, j Leased) (l LeaseConfig, err error) {
 	err = guard(jobCalled(name), "Lease", func() { l = j.Lease() })
 	return l, err
+}
+
+// leaseName returns the name of job j's lease: l.Name, else the result of
+// j's Name method (name). A job known only by its Go type has none: renaming
+// the type or moving it to another package would change its lease, and
+// replicas running two versions would each take their own.
+func leaseName(name string, j Leased, l LeaseConfig) (string, error) {
+	if l.Name != "" {
+		return l.Name, nil
+	}
+	if _, named := j.(interface{ Name() string }); !named {
+		return "", fmt.Errorf("%w: leased job %s has no name: add a Name() string method or set LeaseConfig.Name", ErrInvalidJob, name)
+	}
+	return name, nil
 }
 
 // leaseAdmission returns the admission that takes a Leased job's lease
 // before each run, or an error naming the job if the lease can't work. now
 // is the runtime's clock, which its ticks' slots are read on.
-func leaseAdmission(name string, every interval.Interval, l Lease, now func() time.Time) (Admission, error) {
-	if l.Name == "" {
-		l.Name = name
-	}
+func leaseAdmission(name string, every interval.Interval, l LeaseConfig, now func() time.Time) (Admission, error) {
 	if err := every.CheckLease(l.TTL); err != nil {
 		return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, name, err)
 	}
@@ -119,12 +137,12 @@ func leaseAdmission(name string, every interval.Interval, l Lease, now func() ti
 	if _, err := probe.TryLock(done, l.Db, l.Name); !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, name, err)
 	}
-	return (&leaser{Lease: l, now: now}).admit, nil
+	return (&leaser{LeaseConfig: l, now: now}).admit, nil
 }
 
 // leaser takes the leases of one job.
 type leaser struct {
-	Lease
+	LeaseConfig
 	now func() time.Time
 	// own is this replica's latest lease of a duration policy's slot.
 	own atomic.Pointer[lock.Token]

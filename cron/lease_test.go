@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,10 +21,10 @@ import (
 // leasedJob is a testJob that asks for the runtime's lease.
 type leasedJob struct {
 	testJob
-	lease cron.Lease
+	lease cron.LeaseConfig
 }
 
-func (j *leasedJob) Lease() cron.Lease { return j.lease }
+func (j *leasedJob) Lease() cron.LeaseConfig { return j.lease }
 
 // skips records the skipped ticks an Observer reports.
 type skips struct {
@@ -59,7 +60,7 @@ func TestLeaseOnRedis(t *testing.T) {
 			ran <- t
 			return nil
 		}},
-		lease: cron.Lease{Db: db},
+		lease: cron.LeaseConfig{Db: db},
 	}
 	rt, err := cron.Start([]cron.Job{job})
 	if err != nil {
@@ -93,7 +94,7 @@ func TestLeaseOnRedis(t *testing.T) {
 			ran <- t
 			return nil
 		}},
-		lease: cron.Lease{Db: db},
+		lease: cron.LeaseConfig{Db: db},
 	}
 	rt, err = cron.Start([]cron.Job{cronJob})
 	if err != nil {
@@ -136,7 +137,7 @@ func TestLeaseRedisDown(t *testing.T) {
 			ran++
 			return nil
 		}},
-		lease: cron.Lease{Db: lock.NewDb(c)},
+		lease: cron.LeaseConfig{Db: lock.NewDb(c)},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()))
 	if err != nil {
@@ -180,7 +181,7 @@ func TestLeaseOffsetClocks(t *testing.T) {
 				seen[slot] = name
 				return nil
 			}},
-			lease: cron.Lease{Db: lock.NewDb(srv.Client(t))},
+			lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
 		}
 		rt, err := cron.Start([]cron.Job{job}, cron.WithClock(func() time.Time { return time.Now().Add(offset) }))
 		if err != nil {
@@ -203,21 +204,72 @@ func TestLeaseOffsetClocks(t *testing.T) {
 	}
 }
 
+// unnamedLeased is a leased job without a Name method: it is known by its
+// Go type, which is no name for a lease that replicas share.
+type unnamedLeased struct {
+	lease cron.LeaseConfig
+	ran   chan cron.Tick
+}
+
+func (j *unnamedLeased) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (j *unnamedLeased) Lease() cron.LeaseConfig     { return j.lease }
+func (j *unnamedLeased) Process(_ context.Context, t cron.Tick) error {
+	j.ran <- t
+	return nil
+}
+
+// TestLeaseNeedsName checks that a leased job names its lease itself, by a
+// Name method or LeaseConfig.Name, rather than by its Go type, which a
+// rename or a move to another package would change, splitting the lease
+// between replicas of two versions.
+func TestLeaseNeedsName(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	db := lock.NewDb(srv.Client(t))
+
+	job := &unnamedLeased{lease: cron.LeaseConfig{Db: db}, ran: make(chan cron.Tick, 1)}
+	rt, err := cron.Start([]cron.Job{job})
+	if err == nil {
+		rt.Shutdown(t.Context())
+		t.Fatalf("Start(leased job without a name) = nil error, want %v", cron.ErrInvalidJob)
+	}
+	const fix = "leased job cron_test.unnamedLeased has no name: add a Name() string method or set LeaseConfig.Name"
+	if !errors.Is(err, cron.ErrInvalidJob) || !strings.Contains(err.Error(), fix) {
+		t.Errorf("Start(leased job without a name) = %v, want %v saying %q", err, cron.ErrInvalidJob, fix)
+	}
+
+	// LeaseConfig.Name names the lease; the key is the one a Name method
+	// of that name gives.
+	job.lease.Name = "cleanup"
+	rt, err = cron.Start([]cron.Job{job})
+	if err != nil {
+		t.Fatalf("Start(leased job with LeaseConfig.Name) = %v", err)
+	}
+	<-job.ran
+	rt.Shutdown(t.Context())
+	key := "@@wakuwaku-entity:Lock:cron:cleanup"
+	if n := raw.Exists(t.Context(), key).Val(); n != 1 {
+		t.Errorf("EXISTS %s = %d after the run, want 1", key, n)
+	}
+}
+
 func TestLeaseRefused(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { c.Close() })
 	db := lock.NewDb(c)
-	job := func(every interval.Interval, l cron.Lease) cron.Job {
+	job := func(every interval.Interval, l cron.LeaseConfig) cron.Job {
 		return &leasedJob{testJob: testJob{name: "j", every: every}, lease: l}
 	}
 	tests := []struct {
-		name string
-		job  cron.Job
+		name    string
+		job     cron.Job
+		mention string // what the error must name, if anything
 	}{
-		{"no Db", job(interval.AtLeast(time.Hour), cron.Lease{})},
-		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.Lease{Db: db.Only(lock.New[string]("other", time.Second))})},
-		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.Lease{Db: db, TTL: time.Hour})},
-		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.Lease{Db: db, TTL: -time.Second})},
+		{"no Db", job(interval.AtLeast(time.Hour), cron.LeaseConfig{}), ""},
+		{"Db of a nil client", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: lock.NewDb((*redis.Client)(nil))}), "nil *redis.Client"},
+		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db.Only(lock.New[string]("other", time.Second))}), ""},
+		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db, TTL: time.Hour}), ""},
+		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.LeaseConfig{Db: db, TTL: -time.Second}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,6 +279,9 @@ func TestLeaseRefused(t *testing.T) {
 			}
 			if !errors.Is(err, cron.ErrInvalidJob) {
 				t.Errorf("Start = %v, want ErrInvalidJob", err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("Start = %q, want it to name %s", err, tt.mention)
 			}
 		})
 	}
@@ -247,7 +302,7 @@ func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
 			ran <- tick
 			return nil
 		}},
-		lease: cron.Lease{Db: lock.NewDb(c)},
+		lease: cron.LeaseConfig{Db: lock.NewDb(c)},
 	}
 	var sk skips
 	var logs records
@@ -304,8 +359,8 @@ func TestLeaseLogged(t *testing.T) {
 	srv := redistest.Start(t)
 	replica := func(name string) *records {
 		db := lock.NewDb(srv.Client(t))
-		report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.Lease{Db: db}}
-		nightly := &leasedJob{testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *")}, lease: cron.Lease{Db: db}}
+		report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db}}
+		nightly := &leasedJob{testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *")}, lease: cron.LeaseConfig{Db: db}}
 		var logs records
 		rt, err := cron.Start([]cron.Job{report, nightly}, cron.WithLogger(slog.New(&logs)), cron.WithReplica(name))
 		if err != nil {

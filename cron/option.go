@@ -135,9 +135,6 @@ type Observer struct {
 	// the Reason constants or an Admission's own reason. err is the
 	// Admission's error for ReasonAdmissionFailed, nil otherwise.
 	RunSkipped func(t Tick, reason string, err error)
-	// RunPanicked is called when Process panicked, with the panic's value
-	// and stack, before RunFinished.
-	RunPanicked func(t Tick, value any, stack []byte)
 }
 
 // WithObserver makes the runtime report runs to o. A later WithObserver

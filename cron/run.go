@@ -101,16 +101,12 @@ func admit(ctx context.Context, a Admission, t *Tick) (admitted bool, reason str
 // built in functions of their own, only when the logger wants them, so that
 // a run's goroutine stays within its initial stack when logging is off.
 func (r *Runtime) report(ctx context.Context, e *entry, t *Tick, err error, took time.Duration) {
-	p, panicked := err.(*PanicError)
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelError
 	}
 	if r.log.Enabled(ctx, level) {
 		r.logRun(ctx, level, e, t, err, took)
-	}
-	if panicked && r.observer.RunPanicked != nil {
-		r.observer.RunPanicked(*t, p.Value, p.Stack)
 	}
 	if r.observer.RunFinished != nil {
 		r.observer.RunFinished(*t, err, took)

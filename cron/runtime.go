@@ -16,8 +16,8 @@ import (
 
 // ErrInvalidJob is the error [Start] returns, wrapped with the job's index
 // or name, for a job it cannot run: a nil job, a job whose Interval is the
-// zero interval.Interval, a job with an empty name, or two jobs with one
-// name.
+// zero interval.Interval, a job with an empty name, two jobs with one
+// name, or a [Leased] job whose lease has no name or can't work.
 var ErrInvalidJob = errors.New("cron: invalid job")
 
 // Runtime runs jobs on their schedules. [Start] makes one; its jobs run
@@ -111,8 +111,9 @@ type decision struct {
 // Start returns an error wrapping [ErrInvalidJob] or [ErrInvalidOption],
 // before any job runs, if a job is nil, has the zero interval or an empty
 // name, panics in its Name, Interval or Lease method, if two jobs have one
-// name, if a lease can't work, or if an option is invalid. The caller
-// must call [Runtime.Shutdown] on the runtime it returns.
+// name, if a [Leased] job has neither a Name method nor a
+// [LeaseConfig.Name], if a lease can't work, or if an option is invalid.
+// The caller must call [Runtime.Shutdown] on the runtime it returns.
 func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	o := defaultOptions()
 	for i, opt := range opts {
@@ -160,6 +161,9 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 			// run the caller refuses doesn't take the interval's lease.
 			lease, err := leaseOf(e.name, leased)
 			if err != nil {
+				return nil, err
+			}
+			if lease.Name, err = leaseName(e.name, leased, lease); err != nil {
 				return nil, err
 			}
 			admit, err := leaseAdmission(e.name, *e.every, lease, o.now)

@@ -132,7 +132,7 @@ func TestEveryAcrossReplicas(t *testing.T) {
 				runs.add(fmt.Sprintf("%d:%s", window, name))
 				return nil
 			}},
-			lease: cron.Lease{Db: db},
+			lease: cron.LeaseConfig{Db: db},
 		}
 		rt, err := cron.Start([]cron.Job{job})
 		if err != nil {
@@ -186,7 +186,7 @@ func TestRestartWithinSlot(t *testing.T) {
 			ran <- tick
 			return nil
 		}},
-		lease: cron.Lease{Db: db},
+		lease: cron.LeaseConfig{Db: db},
 	}
 	rt, err := cron.Start([]cron.Job{job})
 	if err != nil {
@@ -242,7 +242,7 @@ func TestLeaseTakenLate(t *testing.T) {
 			ran <- tick
 			return nil
 		}},
-		lease: cron.Lease{Db: lock.NewDb(client)},
+		lease: cron.LeaseConfig{Db: lock.NewDb(client)},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()))
 	if err != nil {
@@ -315,11 +315,11 @@ func (p *panicky) Interval() interval.Interval {
 	return interval.AtLeast(time.Hour)
 }
 
-func (p *panicky) Lease() cron.Lease {
+func (p *panicky) Lease() cron.LeaseConfig {
 	if p.where == "Lease" {
 		panic("boom")
 	}
-	return cron.Lease{}
+	return cron.LeaseConfig{}
 }
 
 func (p *panicky) Process(context.Context, cron.Tick) error { return nil }

@@ -3,6 +3,8 @@ package cron_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -29,6 +31,78 @@ type Generic[T any] struct{}
 func (Generic[T]) Interval() interval.Interval              { return interval.AtLeast(time.Hour) }
 func (Generic[T]) Process(context.Context, cron.Tick) error { return nil }
 
+// FuncJob, MapJob, ChanJob and SliceJob are jobs of kinds that can be nil
+// without being pointers. Their methods don't touch the value, so a nil one
+// has working methods and nothing behind it to run.
+type (
+	FuncJob  func(context.Context) error
+	MapJob   map[string]int
+	ChanJob  chan struct{}
+	SliceJob []string
+)
+
+func (FuncJob) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (f FuncJob) Process(ctx context.Context, _ cron.Tick) error {
+	return f(ctx)
+}
+func (MapJob) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (m MapJob) Process(context.Context, cron.Tick) error {
+	m["runs"]++
+	return nil
+}
+func (ChanJob) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (c ChanJob) Process(context.Context, cron.Tick) error {
+	close(c)
+	return nil
+}
+func (SliceJob) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (s SliceJob) Process(context.Context, cron.Tick) error {
+	s[0] = "ran"
+	return nil
+}
+
+// TestStartRefusesNilKinds checks that a nil job of every kind that can be
+// nil is refused by Start, with an error that names its type, rather than
+// panicking at every run.
+func TestStartRefusesNilKinds(t *testing.T) {
+	tests := []struct {
+		name string
+		job  cron.Job
+		want string
+	}{
+		{"func", FuncJob(nil), "jobs[0] is a nil cron_test.FuncJob"},
+		{"map", MapJob(nil), "jobs[0] is a nil cron_test.MapJob"},
+		{"chan", ChanJob(nil), "jobs[0] is a nil cron_test.ChanJob"},
+		{"slice", SliceJob(nil), "jobs[0] is a nil cron_test.SliceJob"},
+		{"pointer", (*PointerReport)(nil), "jobs[0] is a nil *cron_test.PointerReport"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var panics atomic.Int64
+				rt, err := cron.Start([]cron.Job{tc.job}, cron.WithObserver(cron.Observer{
+					RunFinished: func(_ cron.Tick, err error, _ time.Duration) {
+						if _, ok := errors.AsType[*cron.PanicError](err); ok {
+							panics.Add(1)
+						}
+					},
+				}))
+				if err == nil {
+					synctest.Wait()
+					rt.Shutdown(t.Context())
+					t.Fatalf("Start(%T(nil)) = nil error, want %v (%d runs panicked)", tc.job, cron.ErrInvalidJob, panics.Load())
+				}
+				if !errors.Is(err, cron.ErrInvalidJob) || rt != nil {
+					t.Errorf("Start(%T(nil)) = %v, %v; want nil, %v", tc.job, rt, err, cron.ErrInvalidJob)
+				}
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Start(%T(nil)) = %q, want it to say %q", tc.job, err, tc.want)
+				}
+			})
+		})
+	}
+}
+
 func TestJobName(t *testing.T) {
 	tests := []struct {
 		job  cron.Job
@@ -40,6 +114,8 @@ func TestJobName(t *testing.T) {
 		{Generic[int]{}, "cron_test.Generic[int]"},
 		{&testJob{name: "nightly"}, "nightly"},
 		{nil, ""},
+		{(*testJob)(nil), ""}, // its Name method would dereference it
+		{FuncJob(nil), ""},
 	}
 	for _, tc := range tests {
 		if got := cron.JobName(tc.job); got != tc.want {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 )
 
 // ErrNotPermitted is returned, wrapped, by an operation on a lock that its [Db]
@@ -15,7 +16,9 @@ import (
 var ErrNotPermitted = errors.New("lock: not permitted by this Db")
 
 // ErrNoClient is returned by an operation on a [Db] or token that has no Redis
-// client: the zero Db, or one built from a nil client.
+// client: the zero Db, or one built from a nil client. For a Db built from a
+// typed nil, such as a (*redis.Client)(nil), the error wraps it and names the
+// type.
 var ErrNoClient = errors.New("lock: no redis client")
 
 // ErrZeroLock is returned by an operation on the zero value of [Lock] or
@@ -39,24 +42,31 @@ type Db struct {
 	c     Client
 	only  bool     // whether allow restricts the locks this Db may take
 	allow []entity // sorted; shared between copies, never modified
+	// nilType is the type of the typed nil NewDb was given as its client,
+	// such as "*redis.Client", for ErrNoClient to name; c is then nil.
+	nilType string
 }
 
 // NewDb returns a Db that may take every lock, over c. A go-redis
-// UniversalClient, cluster or failover client fits; see [Client].
+// UniversalClient, cluster or failover client fits; see [Client]. A nil c,
+// or a nil pointer such as a (*redis.Client)(nil), makes a Db without a
+// client, whose operations return [ErrNoClient].
 func NewDb(c Client) Db {
-	return Db{c: clientOrNil(c)}
+	c, nilType := clientOrNil(c)
+	return Db{c: c, nilType: nilType}
 }
 
-// clientOrNil turns an interface holding a nil pointer into a nil interface, so
-// that a nil *redis.Client passed by mistake yields ErrNoClient, not a panic.
-func clientOrNil(c Client) Client {
-	if c == nil {
-		return nil
+// clientOrNil turns an interface holding a nil pointer (or other nil value)
+// into a nil interface and the nil's type, so that a nil *redis.Client passed
+// by mistake yields an ErrNoClient that names it, not a panic.
+func clientOrNil(c Client) (Client, string) {
+	switch {
+	case c == nil:
+		return nil, ""
+	case typednil.Is(c):
+		return nil, fmt.Sprintf("%T", c)
 	}
-	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil
-	}
-	return c
+	return c, ""
 }
 
 // Ping sends PING to Redis through d's client and returns nil once Redis
@@ -147,7 +157,7 @@ func (d Db) Only(locks ...Entity) Db {
 		}
 	}
 	slices.SortFunc(allow, compareEntity)
-	return Db{c: d.c, only: true, allow: slices.CompactFunc(allow, func(a, b entity) bool { return a == b })}
+	return Db{c: d.c, only: true, allow: slices.CompactFunc(allow, func(a, b entity) bool { return a == b }), nilType: d.nilType}
 }
 
 // ReadOnly returns a read-only handle over the same client. No lock operation
@@ -173,6 +183,8 @@ func (d Db) check(ctx context.Context, e entity) error {
 	switch {
 	case e.ns == "":
 		return ErrZeroLock
+	case d.c == nil && d.nilType != "":
+		return fmt.Errorf("%w: the Db's client is a nil %s", ErrNoClient, d.nilType)
 	case d.c == nil:
 		return ErrNoClient
 	case !d.permits(e):
@@ -190,4 +202,7 @@ type ReadOnlyDb struct {
 }
 
 // NewReadOnlyDb returns a read-only handle over c.
-func NewReadOnlyDb(c Client) ReadOnlyDb { return ReadOnlyDb{c: clientOrNil(c)} }
+func NewReadOnlyDb(c Client) ReadOnlyDb {
+	c, _ = clientOrNil(c)
+	return ReadOnlyDb{c: c}
+}

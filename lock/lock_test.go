@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,6 +230,10 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("error = %v, want %v", err, tt.want)
 			}
 		})
+	}
+	// A typed nil is named, so the mistake is found where it was made.
+	if _, err := invoices.TryLock(t.Context(), lock.NewDb(nilClient), 1); !errors.Is(err, lock.ErrNoClient) || !strings.Contains(err.Error(), "nil *redis.Client") {
+		t.Errorf("TryLock on NewDb((*redis.Client)(nil)) = %v, want ErrNoClient naming the nil *redis.Client", err)
 	}
 
 	// A token whose context is cancelled sends nothing and keeps the lock.

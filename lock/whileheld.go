@@ -3,10 +3,11 @@ package lock
 import (
 	"context"
 	"errors"
-	"reflect"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 )
 
 // ErrLeaseLost is the cause with which [WhileHeld] cancels its work's context,
@@ -78,11 +79,11 @@ const abandonGrace = 100 * time.Millisecond
 // WhileHeld returns [ErrNilToken] without running work if lease is nil or
 // holds a nil pointer, such as the nil token of a busy lock.
 //
-// The lease bounds how long work is protected, not what it does after: see the
-// package documentation on fencing.
+// The lease bounds how long work is protected, not what it does after: see
+// the package documentation on what a lease can't guarantee.
 func WhileHeld[T any](ctx context.Context, lease Lease, work func(context.Context) (T, error)) (T, error) {
 	var zero T
-	if isNil(lease) {
+	if typednil.Is(lease) { // its methods would prove nothing held
 		return zero, ErrNilToken
 	}
 	if work == nil {
@@ -122,19 +123,6 @@ func WhileHeld[T any](ctx context.Context, lease Lease, work func(context.Contex
 			ended = nil
 		}
 	}
-}
-
-// isNil reports whether l is nil or holds a nil pointer (or other nil
-// value), whose methods would not prove anything held.
-func isNil(l Lease) bool {
-	if l == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(l); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
 }
 
 // outcome is how work ended: it returned v and err, late if the lease's

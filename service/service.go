@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/servicehook"
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 )
 
 // ErrMissing is returned, wrapped, when no value of the wanted type is
@@ -29,38 +32,39 @@ type Services struct {
 }
 
 // New returns the registry of values. It returns an error wrapping
-// [ErrAmbiguous] if two values have one type, and one naming the index if a
-// value is nil.
+// [ErrAmbiguous] if two values have one type, and one naming the index and
+// the type if a value is nil: nil itself, or a nil pointer, map, slice, func
+// or channel, such as a (*redis.Client)(nil), which a constructor given it
+// would only find out about when it first used it.
 func New(values ...any) (*Services, error) {
 	s := &Services{byType: make(map[reflect.Type]any, len(values))}
 	for i, v := range values {
-		if err := s.add(v); err != nil {
-			return nil, fmt.Errorf("service.New: value %d: %w", i, err)
+		switch {
+		case v == nil:
+			return nil, fmt.Errorf("service: value %d is nil", i)
+		case typednil.Is(v):
+			return nil, fmt.Errorf("service: value %d is a nil %T", i, v)
 		}
+		t := reflect.TypeOf(v)
+		if _, dup := s.byType[t]; dup {
+			return nil, fmt.Errorf("%w: value %d: two values of type %v", ErrAmbiguous, i, t)
+		}
+		s.byType[t] = v
+		s.order = append(s.order, t)
 	}
 	return s, nil
 }
 
-// add registers v under its dynamic type.
-func (s *Services) add(v any) error {
-	if v == nil {
-		return errors.New("service: nil value")
-	}
-	t := reflect.TypeOf(v)
-	if _, dup := s.byType[t]; dup {
-		return fmt.Errorf("%w: two values of type %v", ErrAmbiguous, t)
-	}
-	s.byType[t] = v
-	s.order = append(s.order, t)
-	return nil
+func init() {
+	servicehook.Collect = func(values ...any) any { return collect(values...) }
 }
 
-// Collect returns the registry of values like [New], but never fails: a nil
+// collect returns the registry of values like [New], but never fails: a nil
 // value is left out, and a type that two values share is held as ambiguous,
-// so that looking it up returns [ErrAmbiguous]. ServiceBuilder.Start uses it
-// for the jobs it built, since two jobs of one type are fine as long as their
-// names differ.
-func Collect(values ...any) *Services {
+// so that looking it up returns [ErrAmbiguous]. ServiceBuilder.Start uses it,
+// through package servicehook, for the jobs it built, since two jobs of one
+// type are fine as long as their names differ.
+func collect(values ...any) *Services {
 	s := &Services{byType: make(map[reflect.Type]any, len(values))}
 	for _, v := range values {
 		if v == nil {
@@ -77,7 +81,7 @@ func Collect(values ...any) *Services {
 	return s
 }
 
-// ambiguous stands for the values of a type that Collect found twice.
+// ambiguous stands for the values of a type that collect found twice.
 type ambiguous struct{}
 
 // Len returns how many values s holds.

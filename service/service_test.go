@@ -38,6 +38,35 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// TestNewRefusesNil checks that New refuses a nil value of every kind, a
+// typed nil in an interface included, with an error that names its type:
+// a constructor handed one would only fail when it first used it.
+func TestNewRefusesNil(t *testing.T) {
+	type handler func()
+	tests := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"nil", nil, "value 1 is nil"},
+		{"nil pointer", (*config)(nil), "value 1 is a nil *service_test.config"},
+		{"nil func", handler(nil), "value 1 is a nil service_test.handler"},
+		{"nil map", map[string]int(nil), "value 1 is a nil map[string]int"},
+		{"nil Writer", io.Writer((*bytes.Buffer)(nil)), "value 1 is a nil *bytes.Buffer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := service.New(42, tc.v)
+			if err == nil {
+				t.Fatalf("New(42, %T(nil)) = %v, nil error; want an error", tc.v, s)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New(42, %T(nil)) = %q, want it to say %q", tc.v, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestAmbiguous(t *testing.T) {
 	if _, err := service.New(1, 2); !errors.Is(err, service.ErrAmbiguous) {
 		t.Errorf("New(1, 2) = %v, want ErrAmbiguous", err)

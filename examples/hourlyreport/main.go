@@ -79,7 +79,7 @@ func (j *HourlyReport) Interval() interval.Interval { return interval.AtLeast(j.
 
 // Lease asks for the runtime's lease, with its default TTL of 11/12 of the
 // interval.
-func (j *HourlyReport) Lease() cron.Lease { return cron.Lease{Db: j.r.Db} }
+func (j *HourlyReport) Lease() cron.LeaseConfig { return cron.LeaseConfig{Db: j.r.Db} }
 
 // Process runs only when this replica holds the interval's lease.
 func (j *HourlyReport) Process(ctx context.Context, tick cron.Tick) error {

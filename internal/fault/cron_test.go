@@ -34,7 +34,7 @@ type slotJob struct {
 
 func (j *slotJob) Name() string                { return "per-second" }
 func (j *slotJob) Interval() interval.Interval { return interval.MustCron("* * * * * *") }
-func (j *slotJob) Lease() cron.Lease           { return cron.Lease{Db: j.db} }
+func (j *slotJob) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: j.db} }
 
 func (j *slotJob) Process(ctx context.Context, t cron.Tick) error {
 	// The startup run counts as the latest slot before it, as its lease does.

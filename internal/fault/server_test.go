@@ -154,7 +154,11 @@ func TestServerFaults(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = &reportJob{db: newDb(), l: lock.New[string]("server-cron", 90*time.Millisecond), every: 100 * time.Millisecond}
 		rt, err := cron.Start([]cron.Job{jobs[i]}, cron.WithObserver(cron.Observer{
-			RunPanicked: func(cron.Tick, any, []byte) { panics.Add(1) },
+			RunFinished: func(_ cron.Tick, err error, _ time.Duration) {
+				if _, ok := errors.AsType[*cron.PanicError](err); ok {
+					panics.Add(1)
+				}
+			},
 		}))
 		if err != nil {
 			t.Fatalf("cron.Start: %v", err)

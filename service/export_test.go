@@ -1,0 +1,4 @@
+package service
+
+// Collect is collect, for the tests of package service_test.
+var Collect = collect
