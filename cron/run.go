@@ -80,8 +80,9 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 func (r *Runtime) runStarted(t *Tick) { r.observer.RunStarted(*t) }
 
 // admit calls an admission, turning a panic into a *PanicError: a broken
-// admission fails closed, like one that returns an error. Like process, it
-// calls recover only when the admission did not return.
+// admission fails closed, like one that returns an error. Like run's
+// deferred function, it calls recover only when the admission did not
+// return.
 func admit(ctx context.Context, a Admission, t *Tick) (admitted bool, reason string, err error) {
 	returned := false
 	defer func() {
