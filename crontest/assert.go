@@ -22,7 +22,7 @@ const maxReported = 10
 // assertion needs a Cron spec.
 func (c *Cluster) OncePerSlot(tb testing.TB, job string) {
 	tb.Helper()
-	runs, ok := c.runsOf(tb, job)
+	runs, ok := c.runsOf(tb, "OncePerSlot", job, false)
 	if !ok {
 		return
 	}
@@ -57,7 +57,7 @@ func (c *Cluster) OncePerSlot(tb testing.TB, job string) {
 // the cluster doesn't run, and one that is not a Cron spec's.
 func (c *Cluster) NoSlotMissing(tb testing.TB, job string, from, to time.Time) {
 	tb.Helper()
-	runs, ok := c.runsOf(tb, job)
+	runs, ok := c.runsOf(tb, "NoSlotMissing", job, false)
 	if !ok {
 		return
 	}
@@ -100,7 +100,7 @@ func (c *Cluster) NoSlotMissing(tb testing.TB, job string, from, to time.Time) {
 // [Cluster.AtMostConcurrent] with a limit of 1, told run by run.
 func (c *Cluster) NoOverlap(tb testing.TB, job string) {
 	tb.Helper()
-	runs, ok := c.runsOf(tb, job)
+	runs, ok := c.runsOf(tb, "NoOverlap", job, false)
 	if !ok {
 		return
 	}
@@ -126,7 +126,7 @@ func (c *Cluster) NoOverlap(tb testing.TB, job string) {
 // run in progress counts as lasting until now.
 func (c *Cluster) AtMostConcurrent(tb testing.TB, job string, n int) {
 	tb.Helper()
-	runs, ok := c.runsOf(tb, job)
+	runs, ok := c.runsOf(tb, "AtMostConcurrent", job, true)
 	if !ok {
 		return
 	}
@@ -149,9 +149,9 @@ func (c *Cluster) AtMostConcurrent(tb testing.TB, job string, n int) {
 	}
 }
 
-// runsOf returns the runs of job ("": of every job) by start, and false,
-// having failed tb, if the cluster runs no such job.
-func (c *Cluster) runsOf(tb testing.TB, job string) ([]Run, bool) {
+// runsOf returns the runs of job by start (if all, "" is every job's), and
+// false, having failed tb, if the cluster runs no such job.
+func (c *Cluster) runsOf(tb testing.TB, assertion, job string, all bool) ([]Run, bool) {
 	tb.Helper()
 	c.mu.Lock()
 	_, known := c.jobIndex[job]
@@ -160,9 +160,9 @@ func (c *Cluster) runsOf(tb testing.TB, job string) ([]Run, bool) {
 		names = append(names, name)
 	}
 	c.mu.Unlock()
-	if !known && job != "" {
+	if !known && (job != "" || !all) {
 		slices.Sort(names)
-		tb.Errorf("crontest: the cluster runs no job named %q; its jobs are %q", job, names)
+		tb.Errorf("crontest: %s: the cluster runs no job named %q; its jobs are %q", assertion, job, names)
 		return nil, false
 	}
 	runs := c.Runs()

@@ -251,7 +251,11 @@ func (c *Cluster) start(r *replica) error {
 	}
 	c.mu.Lock()
 	inc.rt = rt
+	killed := inc.dead.Load() // by a Kill while cron.Start ran
 	c.mu.Unlock()
+	if killed {
+		halt(rt)
+	}
 	return nil
 }
 
@@ -326,15 +330,23 @@ func (c *Cluster) Kill(i int) {
 			delete(inc.running, k)
 		}
 	}
+	var rt *cron.Runtime
+	if inc != nil {
+		rt = inc.rt // nil if its start has not returned: start shuts it down
+	}
 	c.mu.Unlock()
-	if inc == nil || inc.rt == nil {
+	if rt == nil {
 		return
 	}
-	// With a context that is already done, Shutdown stops the scheduler,
-	// cancels the runs and returns without waiting for them.
+	halt(rt)
+}
+
+// halt stops the scheduling of a killed runtime and cancels its runs,
+// without waiting for them: Shutdown with a context that is already done.
+func halt(rt *cron.Runtime) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	_ = inc.rt.Shutdown(done)
+	_ = rt.Shutdown(done)
 }
 
 // Restart starts a fresh runtime for replica i, with fresh jobs from New's

@@ -424,6 +424,9 @@ func TestAssertionsFail(t *testing.T) {
 			var noSlots fakeTB
 			c.NoSlotMissing(&noSlots, "every", time.Now().Add(-time.Hour), time.Now())
 			wantReported(t, &noSlots, 1, "needs a Cron spec")
+			var empty fakeTB
+			c.OncePerSlot(&empty, "")
+			wantReported(t, &empty, 1, `OncePerSlot: the cluster runs no job named ""`)
 		})
 	})
 }
