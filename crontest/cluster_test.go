@@ -430,3 +430,57 @@ func TestAssertionsFail(t *testing.T) {
 		})
 	})
 }
+
+// TestRedisDownFailsJobsCommands checks that an outage fails the jobs' own
+// Redis commands too, and only while it lasts.
+func TestRedisDownFailsJobsCommands(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		c := New(t, 1, func(rdb *redis.Client) []cron.Job {
+			return []cron.Job{cron.Func("count", interval.MustCron("CRON_TZ=UTC * * * * *"), func(ctx context.Context, _ cron.Tick) error {
+				return rdb.Incr(ctx, "count").Err()
+			})}
+		})
+		time.Sleep(30 * time.Second)
+		c.RedisDown(2 * time.Minute) // until 00:02:30
+		time.Sleep(3 * time.Minute)
+		var got []string
+		for _, r := range c.Runs() {
+			got = append(got, fmt.Sprintf("%s %v", r.Tick.Slot.Start.Sub(t0), r.Err))
+		}
+		want := "0s <nil>|1m0s crontest: redis is unreachable|2m0s crontest: redis is unreachable|3m0s <nil>"
+		if strings.Join(got, "|") != want {
+			t.Errorf("runs = %q, want %q", got, want)
+		}
+		if n, err := c.client(t).Get(t.Context(), "count").Int(); n != 2 || err != nil {
+			t.Errorf("GET count = %d, %v, want 2", n, err)
+		}
+	})
+}
+
+// TestKilledReplicaSendsNothing checks that a killed replica's run has its
+// context cancelled and that its client sends nothing to Redis afterwards.
+func TestKilledReplicaSendsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		after := make(chan error, 1)
+		c := New(t, 1, func(rdb *redis.Client) []cron.Job {
+			return []cron.Job{cron.Func("long", hourly, func(ctx context.Context, _ cron.Tick) error {
+				<-ctx.Done()
+				after <- rdb.Set(context.Background(), "after", 1, 0).Err()
+				return context.Cause(ctx)
+			})}
+		})
+		time.Sleep(30 * time.Second)
+		c.Kill(0)
+		if err := <-after; !errors.Is(err, ErrKilled) {
+			t.Errorf("SET after the kill = %v, want ErrKilled", err)
+		}
+		if n, err := c.client(t).Exists(t.Context(), "after").Result(); n != 0 || err != nil {
+			t.Errorf("EXISTS after = %d, %v, want 0", n, err)
+		}
+		runs := c.Runs()
+		if len(runs) != 1 || !errors.Is(runs[0].Err, ErrKilled) || runs[0].End.Sub(runs[0].Start) != 30*time.Second {
+			t.Errorf("runs = %+v, want one killed after 30s", runs)
+		}
+	})
+}
