@@ -375,7 +375,9 @@ func (c *Cluster) RedisDown(d time.Duration) {
 
 // StepClock steps replica i's clock by d (back if d is negative), as an NTP
 // correction or a machine waking from suspend does. The step lasts: it
-// survives a restart.
+// survives a restart. The runtime's timers wait on the monotonic clock, as
+// a real process's do, so the replica's next tick still comes when it was
+// due by the bubble's clock, and the tick after it by the new reading.
 func (c *Cluster) StepClock(i int, d time.Duration) {
 	c.tb.Helper()
 	c.replica(i).offset.Add(int64(d))
