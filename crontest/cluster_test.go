@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -483,4 +484,49 @@ func TestKilledReplicaSendsNothing(t *testing.T) {
 			t.Errorf("runs = %+v, want one killed after 30s", runs)
 		}
 	})
+}
+
+// fatalTB is a testing.TB whose Fatal records the message and ends the
+// goroutine, as testing.T's does.
+type fatalTB struct {
+	fakeTB
+}
+
+func (f *fatalTB) Fatal(args ...any) {
+	f.errs = append(f.errs, fmt.Sprint(args...))
+	runtime.Goexit()
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.errs = append(f.errs, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+
+// TestNewRefuses checks that New fails the test, before it starts
+// anything, on invalid arguments.
+func TestNewRefuses(t *testing.T) {
+	none := func(*redis.Client) []cron.Job { return nil }
+	tests := []struct {
+		name     string
+		replicas int
+		opts     []Option
+		want     string
+	}{
+		{"no replicas", 0, nil, "want at least 1"},
+		{"negative delay", 2, []Option{WithStartDelays(0, -time.Second)}, "replica 1's delay -1s is negative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f fatalTB
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				New(&f, tc.replicas, none, tc.opts...)
+			}()
+			<-done
+			if len(f.errs) != 1 || !strings.Contains(f.errs[0], tc.want) {
+				t.Errorf("New failed with %q, want one failure saying %q", f.errs, tc.want)
+			}
+		})
+	}
 }
