@@ -32,6 +32,9 @@ var readmeImports = map[string]string{
 	"redis":    "github.com/redis/go-redis/v9",
 	"wakuwaku": "github.com/wakuwaku-go/wakuwaku",
 	"cron":     "github.com/wakuwaku-go/wakuwaku/cron",
+	"crontest": "github.com/wakuwaku-go/wakuwaku/crontest",
+	"synctest": "testing/synctest",
+	"testing":  "testing",
 	"interval": "github.com/wakuwaku-go/wakuwaku/interval",
 	"lock":     "github.com/wakuwaku-go/wakuwaku/lock",
 }

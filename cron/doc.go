@@ -2,11 +2,13 @@
 // then as each job's [interval.Interval] says, in every replica that starts
 // them.
 //
-// A job is a value with two methods, [Job]. [Start] checks the jobs, starts
-// each one's startup run at once and returns the [Runtime]; the runtime then
-// starts every further run on time, each in a goroutine of its own, so one
-// job's slow run never delays another job. [Runtime.Shutdown] stops
-// scheduling and waits for the runs in progress.
+// A job is a value with two methods, [Job], or a function that [Func] makes
+// one of. [Start] checks the jobs, starts each one's startup run at once and
+// returns the [Runtime]; the runtime then starts every further run on time,
+// each in a goroutine of its own, so one job's slow run never delays another
+// job. [Runtime.Shutdown] stops scheduling and waits for the runs in
+// progress. Package crontest runs jobs on several replicas on fake time, for
+// their tests.
 //
 // # Schedules
 //

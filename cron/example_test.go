@@ -140,6 +140,26 @@ func Example_cron() {
 	// Output: nightly-export run 1, then cron "CRON_TZ=Europe/Paris 0 3 * * *"
 }
 
+// This example makes a job from a function. With cron.WithLease it would
+// be a leased job, run once per slot across replicas.
+func ExampleFunc() {
+	ran := make(chan cron.Tick, 1)
+	cleanup := cron.Func("cache-cleanup", interval.AfterFinish(5*time.Minute), func(ctx context.Context, tick cron.Tick) error {
+		ran <- tick
+		return nil
+	})
+	rt, err := cron.Start([]cron.Job{cleanup})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tick := <-ran
+	fmt.Println(tick.Job, "run", tick.Run)
+	if err := rt.Shutdown(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	// Output: cache-cleanup run 1
+}
+
 // This example puts an admission in front of a job, as a lease taken once
 // per interval across replicas would be: here another replica has it, so
 // the startup run is skipped, and the observer hears why.

@@ -1,0 +1,469 @@
+package crontest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+)
+
+// ErrKilled is the error of a run that [Cluster.Kill] cut short, and of
+// every Redis command that the killed replica's client is asked for
+// afterwards.
+var ErrKilled = errors.New("crontest: replica killed")
+
+// errRedisDown is the error of every Redis command while Redis is down.
+var errRedisDown = errors.New("crontest: redis is unreachable")
+
+// Cluster is N replicas of a service's cron jobs over one Redis, on the fake
+// time of a testing/synctest bubble. [New] makes one. Its methods must be
+// called from inside the bubble; they are safe for concurrent use.
+type Cluster struct {
+	tb       testing.TB
+	jobs     func(rdb *redis.Client) []cron.Job
+	cronOpts []cron.Option
+	redis    *miniredis.Miniredis
+
+	mu        sync.Mutex
+	replicas  []*replica
+	started   []*incarnation // every runtime started, for the cleanup
+	runs      []*Run
+	skips     map[slotOf][]string // why replicas skipped a slot, for messages
+	downUntil time.Time           // Redis fails every command before it
+	jobIndex  map[string]cron.Job // the first copy of each job, by name
+}
+
+// replica is one replica: its clock and the runtime that runs it now.
+type replica struct {
+	index  int
+	offset atomic.Int64 // what its clock reads ahead of the bubble's
+	cur    *incarnation // nil while it is down
+	start  *time.Timer  // a start that WithStartDelays put off
+}
+
+// incarnation is one runtime of a replica, from its start to its kill or
+// the test's end.
+type incarnation struct {
+	rt      *cron.Runtime
+	client  *redis.Client
+	dead    atomic.Bool
+	running map[runOf]*Run // guarded by Cluster.mu
+}
+
+// runOf names a run of one runtime: its job and its tick's number.
+type runOf struct {
+	job string
+	run uint64
+}
+
+// slotOf names a slot of a job.
+type slotOf struct {
+	job, slot string
+}
+
+// Run is one run of a job, as the cluster recorded it.
+type Run struct {
+	// Job is the job's name.
+	Job string
+	// Replica is the index of the replica that ran it, from 0.
+	Replica int
+	// Tick is what the job was handed: Tick.Slot is the slot the run
+	// belongs to, Tick.Scheduled and Tick.Started are read on the
+	// replica's clock.
+	Tick cron.Tick
+	// Start and End are when the run began and returned, by the bubble's
+	// clock; End is zero while the run is in progress.
+	Start, End time.Time
+	// Err is what the run returned: nil, the job's error, a
+	// *cron.PanicError, or ErrKilled for a run whose replica was killed.
+	Err error
+}
+
+// Option configures a [Cluster]. [New] fails the test on an invalid one.
+type Option func(*options) error
+
+type options struct {
+	offsets, delays []time.Duration
+	cron            []cron.Option
+}
+
+// WithClockOffsets sets the replicas' clocks: replica i's reads the
+// bubble's time plus offsets[i] (a negative offset is a clock behind). The
+// replicas without an offset read the bubble's time.
+func WithClockOffsets(offsets ...time.Duration) Option {
+	return func(o *options) error {
+		o.offsets = offsets
+		return nil
+	}
+}
+
+// WithStartDelays starts replica i delays[i] after [New] rather than at
+// once, as replicas of a rolling deploy start. A delay must not be negative.
+func WithStartDelays(delays ...time.Duration) Option {
+	return func(o *options) error {
+		for i, d := range delays {
+			if d < 0 {
+				return fmt.Errorf("crontest: WithStartDelays: replica %d's delay %v is negative", i, d)
+			}
+		}
+		o.delays = delays
+		return nil
+	}
+}
+
+// WithCronOptions adds opts to the options that every replica's runtime is
+// started with, such as cron.WithLogger. The cluster sets the clock, the
+// replica's name ("replica-<i>") and the observer itself; an observer or
+// clock given here is overridden.
+func WithCronOptions(opts ...cron.Option) Option {
+	return func(o *options) error {
+		o.cron = append(o.cron, opts...)
+		return nil
+	}
+}
+
+// New starts a cluster of replicas replicas, each running the jobs that
+// jobs returns when called with the replica's own Redis client. jobs is
+// called again for each restart: each runtime gets fresh copies.
+//
+// New must be called inside a testing/synctest bubble (synctest.Test),
+// with the bubble's t, or the cluster runs on real time. The bubble's time
+// when New is called is where the record begins. New fails tb if replicas
+// is below 1, if an option is invalid or if cron.Start refuses the jobs.
+// tb's cleanup shuts every runtime down, waits for their runs, killed ones
+// included, and closes Redis.
+func New(tb testing.TB, replicas int, jobs func(rdb *redis.Client) []cron.Job, opts ...Option) *Cluster {
+	tb.Helper()
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if replicas < 1 {
+		tb.Fatalf("crontest: New(%d replicas): want at least 1", replicas)
+	}
+	m := miniredis.NewMiniRedis()
+	// Keys expire by time.Now() at each command, which in the bubble is
+	// its fake clock: exact, and the same in every run of the test.
+	m.ClockTTL(true)
+	c := &Cluster{
+		tb:       tb,
+		jobs:     jobs,
+		cronOpts: o.cron,
+		redis:    m,
+		skips:    make(map[slotOf][]string),
+		jobIndex: make(map[string]cron.Job),
+	}
+	tb.Cleanup(c.close)
+	for i := range replicas {
+		r := &replica{index: i}
+		if i < len(o.offsets) {
+			r.offset.Store(int64(o.offsets[i]))
+		}
+		c.replicas = append(c.replicas, r)
+	}
+	for i, r := range c.replicas {
+		if i < len(o.delays) && o.delays[i] > 0 {
+			c.mu.Lock()
+			r.start = time.AfterFunc(o.delays[i], func() { c.delayedStart(r) })
+			c.mu.Unlock()
+			continue
+		}
+		if err := c.start(r); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return c
+}
+
+// delayedStart starts a replica whose start WithStartDelays put off, unless
+// Kill or Restart came first.
+func (c *Cluster) delayedStart(r *replica) {
+	c.mu.Lock()
+	due := r.start != nil
+	r.start = nil
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	if err := c.start(r); err != nil {
+		c.tb.Error(err) // not the test's goroutine: no Fatal
+	}
+}
+
+// start starts a fresh runtime for r.
+func (c *Cluster) start(r *replica) error {
+	inc := &incarnation{running: make(map[runOf]*Run)}
+	inc.client = redis.NewClient(&redis.Options{
+		// In memory, inside the bubble: no socket, whose I/O would
+		// keep the bubble's clock from moving.
+		Dialer:     func(context.Context, string, string) (net.Conn, error) { return c.redis.Dial() },
+		MaxRetries: -1, // a failed command fails the run's admission, as a real outage's last retry does
+		// Off, or NewClient resolves Addr's host name: network I/O
+		// from the bubble.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	inc.client.AddHook(faults{c: c, inc: inc})
+	jobs := c.jobs(inc.client)
+	c.mu.Lock()
+	for _, j := range jobs {
+		if name := cron.JobName(j); name != "" {
+			if _, ok := c.jobIndex[name]; !ok {
+				c.jobIndex[name] = j
+			}
+		}
+	}
+	c.mu.Unlock()
+	clock := func() time.Time { return time.Now().Add(time.Duration(r.offset.Load())) }
+	opts := append(slices.Clone(c.cronOpts),
+		cron.WithClock(clock),
+		cron.WithReplica(fmt.Sprintf("replica-%d", r.index)),
+		cron.WithObserver(cron.Observer{
+			RunStarted:  func(t cron.Tick) { c.runStarted(r.index, inc, t) },
+			RunFinished: func(t cron.Tick, err error, _ time.Duration) { c.runFinished(inc, t, err) },
+			RunSkipped:  func(t cron.Tick, reason string, err error) { c.runSkipped(r.index, inc, t, reason, err) },
+		}))
+	// The incarnation is the replica's before its first run can start.
+	c.mu.Lock()
+	r.cur = inc
+	c.started = append(c.started, inc)
+	c.mu.Unlock()
+	rt, err := cron.Start(jobs, opts...)
+	if err != nil {
+		c.mu.Lock()
+		r.cur = nil
+		c.mu.Unlock()
+		inc.dead.Store(true)
+		_ = inc.client.Close()
+		return fmt.Errorf("crontest: starting replica %d: %w", r.index, err)
+	}
+	c.mu.Lock()
+	inc.rt = rt
+	killed := inc.dead.Load() // by a Kill while cron.Start ran
+	c.mu.Unlock()
+	if killed {
+		halt(rt)
+	}
+	return nil
+}
+
+func (c *Cluster) runStarted(replica int, inc *incarnation, t cron.Tick) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if inc.dead.Load() {
+		return
+	}
+	run := &Run{Job: t.Job, Replica: replica, Tick: t, Start: time.Now()}
+	c.runs = append(c.runs, run)
+	inc.running[runOf{t.Job, t.Run}] = run
+}
+
+func (c *Cluster) runFinished(inc *incarnation, t cron.Tick, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if inc.dead.Load() {
+		return
+	}
+	if run := inc.running[runOf{t.Job, t.Run}]; run != nil {
+		run.End, run.Err = time.Now(), err
+		delete(inc.running, runOf{t.Job, t.Run})
+	}
+}
+
+func (c *Cluster) runSkipped(replica int, inc *incarnation, t cron.Tick, reason string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if inc.dead.Load() {
+		return
+	}
+	why := fmt.Sprintf("replica %d skipped it: %s", replica, reason)
+	if err != nil {
+		why += ": " + err.Error()
+	}
+	k := slotOf{t.Job, t.Slot.String()}
+	c.skips[k] = append(c.skips[k], why)
+}
+
+// replica returns replica i, failing the test if there is none.
+func (c *Cluster) replica(i int) *replica {
+	c.tb.Helper()
+	if i < 0 || i >= len(c.replicas) {
+		c.tb.Fatalf("crontest: no replica %d: the cluster has replicas 0 to %d", i, len(c.replicas)-1)
+	}
+	return c.replicas[i]
+}
+
+// Kill stops replica i as a crash does: no cron.Runtime.Shutdown, no
+// waiting. Its runs in progress end now, recorded with [ErrKilled]; its
+// Redis client fails every command from now on, so its leases stay in Redis
+// until they expire; nothing it does afterwards is recorded. The runs'
+// contexts are cancelled (cause cron.ErrShutdown) so that their goroutines,
+// which a test can't kill, end; the cleanup waits for them. Killing a
+// replica that is down, or whose delayed start has not come, keeps it down.
+func (c *Cluster) Kill(i int) {
+	c.tb.Helper()
+	r := c.replica(i)
+	c.mu.Lock()
+	if r.start != nil {
+		r.start.Stop()
+		r.start = nil
+	}
+	inc := r.cur
+	r.cur = nil
+	if inc != nil {
+		inc.dead.Store(true)
+		now := time.Now()
+		for k, run := range inc.running {
+			run.End, run.Err = now, ErrKilled
+			delete(inc.running, k)
+		}
+	}
+	var rt *cron.Runtime
+	if inc != nil {
+		rt = inc.rt // nil if its start has not returned: start shuts it down
+	}
+	c.mu.Unlock()
+	if rt == nil {
+		return
+	}
+	halt(rt)
+}
+
+// halt stops the scheduling of a killed runtime and cancels its runs,
+// without waiting for them: Shutdown with a context that is already done.
+func halt(rt *cron.Runtime) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = rt.Shutdown(done)
+}
+
+// Restart starts a fresh runtime for replica i, with fresh jobs from New's
+// function and a new Redis client, as a restarted process has; its clock
+// keeps its offset. A replica that is up is killed first (see
+// [Cluster.Kill]). Restart fails the test if cron.Start refuses the jobs.
+func (c *Cluster) Restart(i int) {
+	c.tb.Helper()
+	c.Kill(i)
+	if err := c.start(c.replica(i)); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+// RedisDown makes Redis unreachable to every replica for d from now: each
+// command fails with an error, as when the server or the network is down,
+// and succeeds again once d has passed. Keys keep expiring meanwhile. A
+// later call can lengthen the outage, not shorten it.
+func (c *Cluster) RedisDown(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until := time.Now().Add(d); until.After(c.downUntil) {
+		c.downUntil = until
+	}
+}
+
+// StepClock steps replica i's clock by d (back if d is negative), as an NTP
+// correction or a machine waking from suspend does. The step lasts: it
+// survives a restart. The runtime's timers wait on the monotonic clock, as
+// a real process's do, so the replica's next tick still comes when it was
+// due by the bubble's clock, and the tick after it by the new reading.
+func (c *Cluster) StepClock(i int, d time.Duration) {
+	c.tb.Helper()
+	c.replica(i).offset.Add(int64(d))
+}
+
+// Runs returns the runs recorded so far, by start, then by replica.
+func (c *Cluster) Runs() []Run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Run, len(c.runs))
+	for i, r := range c.runs {
+		out[i] = *r
+	}
+	slices.SortStableFunc(out, func(a, b Run) int {
+		if n := a.Start.Compare(b.Start); n != 0 {
+			return n
+		}
+		return a.Replica - b.Replica
+	})
+	return out
+}
+
+// close shuts down every runtime, the killed ones included, waits for their
+// runs, and closes the clients and Redis.
+func (c *Cluster) close() {
+	c.mu.Lock()
+	for _, r := range c.replicas {
+		if r.start != nil {
+			r.start.Stop()
+			r.start = nil
+		}
+	}
+	started := slices.Clone(c.started)
+	c.mu.Unlock()
+	for _, inc := range started {
+		if inc.rt != nil {
+			if err := inc.rt.Shutdown(context.Background()); err != nil {
+				c.tb.Errorf("crontest: shutting a runtime down: %v", err)
+			}
+		}
+		_ = inc.client.Close()
+	}
+	c.redis.Close()
+}
+
+// redisErr returns the error a command of inc's client fails with now, if
+// any.
+func (c *Cluster) redisErr(inc *incarnation) error {
+	if inc.dead.Load() {
+		return ErrKilled
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Now().Before(c.downUntil) {
+		return errRedisDown
+	}
+	return nil
+}
+
+// faults is the go-redis hook that fails the commands of a killed replica,
+// and every command while Redis is down, before they are sent.
+type faults struct {
+	c   *Cluster
+	inc *incarnation
+}
+
+func (f faults) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := f.c.redisErr(f.inc); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := f.c.redisErr(f.inc); err != nil {
+			for _, cmd := range cmds {
+				cmd.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}

@@ -1,0 +1,101 @@
+package crontest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/crontest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// hourlyReport is the job under test: leased, so that it runs once an hour
+// across the replicas. Its spec is in UTC so that the example's output does
+// not depend on the machine's zone.
+func hourlyReport(rdb *redis.Client) []cron.Job {
+	build := func(ctx context.Context, tick cron.Tick) error {
+		select { // building the report takes two minutes
+		case <-time.After(2 * time.Minute):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return []cron.Job{cron.Func("hourly-report", interval.MustCron("CRON_TZ=UTC 0 * * * *"), build,
+		cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb)}))}
+}
+
+// This example tests a leased hourly job on three replicas for a week of
+// fake time: replica 2, whose clock is a minute ahead and so runs every
+// slot, is killed mid-run on day 2 and restarted that evening, and Redis is
+// down for ten minutes on day 4. A test does the same inside
+// synctest.Test(t, func(t *testing.T) { ... }); an example has no
+// *testing.T, so inBubble makes one.
+//
+// The slot whose ticks all fell in the outage is missed: every replica's
+// lease failed and a run is never risked without it. So the test asserts
+// at most once per slot everywhere, and no slot missing outside the
+// outage. A slot whose tick came after the outage, on a clock behind,
+// would have run late, once, which the assertions allow too.
+func Example() {
+	inBubble(func(t *testing.T) {
+		const job, day = "hourly-report", 24 * time.Hour
+		start := time.Now()
+		c := crontest.New(t, 3, hourlyReport, crontest.WithClockOffsets(0, 2*time.Second, time.Minute))
+
+		time.Sleep(day + 10*time.Hour + 30*time.Second) // day 2, 10:00:30
+		c.Kill(2)
+		time.Sleep(8 * time.Hour) // 18:00:30
+		c.Restart(2)
+
+		time.Sleep(time.Until(start.Add(3*day + 12*time.Hour + 58*time.Minute))) // day 4, 12:58
+		outage := time.Now()
+		c.RedisDown(10 * time.Minute)
+
+		time.Sleep(time.Until(start.Add(7 * day)))
+		end := time.Now()
+		c.OncePerSlot(t, job)
+		c.NoSlotMissing(t, job, start, outage)
+		c.NoSlotMissing(t, job, outage.Add(10*time.Minute), end)
+		c.NoOverlap(t, job)
+
+		slots := make(map[time.Time]bool) // the week's slots that ran
+		for _, r := range c.Runs() {
+			if r.Tick.Slot.Start.Before(end) { // not replica 2's run for the next, a minute early
+				slots[r.Tick.Slot.Start] = true
+			}
+			if r.Err != nil {
+				fmt.Printf("slot %s: replica %d: %v\n", r.Tick.Slot.Start.UTC().Format(time.DateTime), r.Replica, r.Err)
+			}
+		}
+		fmt.Println("slots run:", len(slots), "of", 7*24)
+	})
+	// Output:
+	// slot 2000-01-02 10:00:00: replica 2: crontest: replica killed
+	// slots run: 167 of 168
+}
+
+// inBubble runs test as a test in a synctest bubble, for an example, which
+// has no *testing.T. What the test logs and how it fails go to stderr, not
+// into the example's output; a failure prints FAIL there too.
+func inBubble(test func(t *testing.T)) {
+	stdout := os.Stdout
+	os.Stdout = os.Stderr // where testing.RunTests makes the test report
+	var once sync.Once    // RunTests runs it -count times
+	ok := testing.RunTests(func(string, string) (bool, error) { return true, nil },
+		[]testing.InternalTest{{Name: "Example", F: func(t *testing.T) {
+			os.Stdout = stdout // the test has its writer: the example's output is stdout again
+			once.Do(func() { synctest.Test(t, test) })
+		}}})
+	if !ok {
+		fmt.Println("FAIL")
+	}
+}
