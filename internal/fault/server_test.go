@@ -167,6 +167,12 @@ func TestServerFaults(t *testing.T) {
 	}
 
 	cycles := fault.Pick(1, 5)
+	// The server stays down longer than a TTL, so that every lease taken
+	// before the kill has ended when it comes back empty, and longer than
+	// a caller's dial and its retry take to fail (0.4 to 0.65 s with these
+	// options), so that errors reach the callers: a shorter outage is
+	// hidden by the retry whenever the server is back in time.
+	down := 2*ttl + time.Second
 	type window struct{ from, to int64 }
 	var pauses, downs []window
 	var killAt, restartAt int64
@@ -183,7 +189,7 @@ func TestServerFaults(t *testing.T) {
 		}
 		from = fault.Now()
 		srv.Kill(t)
-		time.Sleep(2 * ttl)
+		time.Sleep(down)
 		srv.Restart(t)
 		restartAt = fault.Now()
 		downs = append(downs, window{from, restartAt})
@@ -290,7 +296,7 @@ func TestServerFaults(t *testing.T) {
 		Ops:            ta.Ops,
 		Acquired:       ta.Acquired,
 		Errors:         ta.Errors,
-		Faults:         fmt.Sprintf("%d SIGSTOP of redis-server for 2x TTL (%v), %d SIGKILL + restart empty after 2x TTL down", cycles, ttl, cycles),
+		Faults:         fmt.Sprintf("%d SIGSTOP of redis-server for 2x TTL (%v), %d SIGKILL + restart empty after %v down", cycles, ttl, cycles, down),
 		Overlaps:       n,
 		WritesAccepted: res.Accepted,
 		StaleAccepted:  res.StaleAccepted,
