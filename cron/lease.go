@@ -1,13 +1,9 @@
 package cron
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
-	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
@@ -85,6 +81,33 @@ type LeaseConfig struct {
 	// offsets, late wake-ups), or their ticks are skipped with
 	// [ReasonTooLate].
 	TTL time.Duration
+
+	// Attempts is how many runs a slot gets until one succeeds. 0 or 1,
+	// the default, is the seed's at most once: a run that fails, panics,
+	// loses its run lease or dies with its replica is not repeated. With
+	// 2 or more, such a run leaves its slot open, and the next tick of any
+	// replica inside the slot runs it again, after a back-off, until a run
+	// succeeds or the attempts are spent; then the slot is recorded as
+	// failed.
+	Attempts int
+	// Backoff is how long an open slot waits after its first failed
+	// attempt; it doubles after each further one, up to 64 times itself.
+	// The default is a second. A run whose replica died waits for its run
+	// lease to run out instead.
+	Backoff time.Duration
+	// CatchUp, if positive, makes a job that has no startup run catch up
+	// at the runtime's start: if the latest slot that began at most
+	// CatchUp ago never ran (every replica was down), it runs once, on
+	// whichever replica claims it first. A duration policy's slot is
+	// missed when no run started within the last interval.
+	CatchUp time.Duration
+	// RunTTL is the run lease: how long a run holds the job against every
+	// other replica without a heartbeat. The runtime extends it every
+	// third of RunTTL while the run goes on, however long it takes, and
+	// cancels the run's context with cause [lock.ErrLeaseLost] if it
+	// can't. A replica that dies mid-run holds the job until RunTTL has
+	// passed. The default is 30 seconds.
+	RunTTL time.Duration
 }
 
 // LeaseNamespace is the lock namespace of the leases of [Leased] jobs.
@@ -98,6 +121,15 @@ const (
 	// ReasonTooLate is why a tick was skipped when it was handled after
 	// its slot's lease would have ended (see [interval.Slot.LeaseEnd]).
 	ReasonTooLate = "too late for its slot's lease"
+	// ReasonRunning is why a tick was skipped while a run of the job was
+	// in progress, on this replica or another, under its run lease.
+	ReasonRunning = "run in progress"
+	// ReasonPaused is why a tick was skipped while the job was paused (see
+	// [Admin.Pause]).
+	ReasonPaused = "paused"
+	// ReasonRetryWait is why a tick was skipped when its slot's last
+	// attempt failed and the back-off before the next had not passed.
+	ReasonRetryWait = "waiting to retry"
 )
 
 // leaseOf calls the job's Lease method, turning a panic into an error that
@@ -121,92 +153,5 @@ func leaseName(name string, j Leased, l LeaseConfig) (string, error) {
 	return name, nil
 }
 
-// leaseAdmission returns the admission that takes a Leased job's lease
-// before each run, or an error naming the job if the lease can't work. now
-// is the runtime's clock, which its ticks' slots are read on.
-func leaseAdmission(name string, every interval.Interval, l LeaseConfig, now func() time.Time) (Admission, error) {
-	if err := every.CheckLease(l.TTL); err != nil {
-		return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, name, err)
-	}
-	// Ask the Db the way a run will, with a context that is already done,
-	// so nothing is sent: a Db without a client or without permission for
-	// the namespace fails now, not at every run.
-	probe := lock.New[string](LeaseNamespace, time.Second)
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := probe.TryLock(done, l.Db, l.Name); !errors.Is(err, context.Canceled) {
-		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, name, err)
-	}
-	return (&leaser{LeaseConfig: l, now: now}).admit, nil
-}
-
-// leaser takes the leases of one job.
-type leaser struct {
-	LeaseConfig
-	now func() time.Time
-	// own is this replica's latest lease of a duration policy's slot.
-	own atomic.Pointer[lock.Token]
-}
-
-func (l *leaser) admit(ctx context.Context, t Tick) (bool, string, error) {
-	name, shared := slotLease(l.Name, t)
-	ttl := t.Slot.LeaseEnd(l.TTL).Sub(l.now())
-	if ttl < time.Millisecond {
-		return false, ReasonTooLate, nil
-	}
-	slotLock := lock.New[string](LeaseNamespace, ttl)
-	tok, err := slotLock.TryLock(ctx, l.Db, name)
-	switch {
-	case err != nil:
-		return false, "", fmt.Errorf("cron: taking the lease %q: %w", slotLock.Key(name), err)
-	case tok != nil:
-		if !shared {
-			l.own.Store(tok)
-		}
-		return true, "", nil // never released: the lease runs out by itself
-	case shared:
-		return false, ReasonLeaseHeld, nil
-	}
-	// The job's own key is held. If by this replica's previous lease, no
-	// one else has run since it was taken: renew it and run.
-	prev := l.own.Load()
-	if prev == nil {
-		return false, ReasonLeaseHeld, nil
-	}
-	renewed, err := prev.Extend(ctx)
-	switch {
-	case err != nil:
-		return false, "", fmt.Errorf("cron: renewing the lease %q: %w", slotLock.Key(name), err)
-	case !renewed:
-		return false, ReasonLeaseHeld, nil
-	}
-	return true, "", nil
-}
-
-// slotLease returns the name of the lock that the run of t takes for the
-// lease named name: name itself, or name@key for a slot with a key (see
-// [interval.Slot.Key]), and whether the slot has one.
-func slotLease(name string, t Tick) (string, bool) {
-	key, shared := t.Slot.Key()
-	if shared {
-		name += "@" + key
-	}
-	return name, shared
-}
-
 // leaseKeys names the Redis keys of leases, for log records.
 var leaseKeys = lock.New[string](LeaseNamespace, time.Second)
-
-// chain returns an admission that asks first, then second.
-func chain(first, second Admission) Admission {
-	if first == nil {
-		return second
-	}
-	return func(ctx context.Context, t Tick) (bool, string, error) {
-		ok, reason, err := first(ctx, t)
-		if err != nil || !ok {
-			return ok, reason, err
-		}
-		return second(ctx, t)
-	}
-}

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -97,9 +98,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithReplica names the replica in the runtime's log records, as their
-// attribute "replica", so that a deployment's logs say which replica ran
-// each run. The default is the host's name and the process id,
-// "web-7f9c4/1", which on Kubernetes names the pod. name must not be empty.
+// attribute "replica", and in the records of [Leased] jobs, so that a
+// deployment's logs and [Admin.Status] say which replica ran each run. The
+// default is the host's name, the process id and four random characters,
+// "web-7f9c4/1/k3xq": the host names the pod on Kubernetes, and the random
+// part tells apart two runtimes of one process, or processes of one id in
+// two containers. name must not be empty.
 func WithReplica(name string) Option {
 	return func(o *options) error {
 		if name == "" {
@@ -116,7 +120,18 @@ func defaultReplica() string {
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return host + "/" + strconv.Itoa(os.Getpid())
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + randomName(4)
+}
+
+// randomName returns n random lower-case letters and digits.
+func randomName(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 // Observer is told about every run, for metrics. Each field may be nil.
