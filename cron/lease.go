@@ -106,7 +106,8 @@ type LeaseConfig struct {
 	// third of RunTTL while the run goes on, however long it takes, and
 	// cancels the run's context with cause [lock.ErrLeaseLost] if it
 	// can't. A replica that dies mid-run holds the job until RunTTL has
-	// passed. The default is 30 seconds.
+	// passed. The default is half the interval (of its first slot, for a
+	// Cron spec), at most 30 seconds.
 	RunTTL time.Duration
 }
 

@@ -104,10 +104,6 @@ func newJobState(name string, every interval.Interval, l LeaseConfig, replica st
 		c: c, name: l.Name, ttl: l.TTL, replica: replica, now: now,
 		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
 	}
-	if s.runTTL == 0 {
-		s.runTTL = defaultRunTTL
-	}
-	s.runTTL = max(s.runTTL, 3*time.Millisecond)
 	if s.backoff == 0 {
 		s.backoff = defaultBackoff
 	}
@@ -121,6 +117,12 @@ func newJobState(name string, every interval.Interval, l LeaseConfig, replica st
 		s.every, base = next.Sub(start), next.Sub(start)
 		s.keys = []string{recordKey(l.Name), leaseKeys.Key(l.Name)}
 	}
+	if s.runTTL == 0 {
+		// A replica that dies mid-run holds the job this long: half an
+		// interval at most, so that a short job loses one slot to it.
+		s.runTTL = min(defaultRunTTL, max(base/2, 10*time.Millisecond))
+	}
+	s.runTTL = max(s.runTTL, 3*time.Millisecond)
 	s.keep = max(3*base+s.runTTL+s.catchUp, time.Minute)
 	return s, nil
 }
