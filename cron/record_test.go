@@ -471,3 +471,82 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestRecordOnCluster runs leased jobs on a three-master Redis Cluster: a
+// record shares its hash slot with the seed's lease key, Jobs finds the
+// records on every master, and a run-now request reaches the replicas over
+// the cluster's Pub/Sub.
+func TestRecordOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	names := []string{"report", "cleanup", "invoices", "index", "mail", "backup"}
+	logs := make(map[string]*jobLog)
+	for _, n := range names {
+		logs[n] = newJobLog()
+	}
+	for i := range 2 {
+		replica := fmt.Sprintf("r%d", i)
+		db := lock.NewDb(cl.Client(t))
+		var jobs []cron.Job
+		for j, n := range names {
+			every := interval.AtLeast(time.Hour)
+			if j%2 == 1 {
+				every = interval.MustCron("0 * * * *")
+			}
+			jobs = append(jobs, &leasedJob{testJob: testJob{name: n, every: every, process: logs[n].work(replica, nil)}, lease: cron.LeaseConfig{Db: db}})
+		}
+		rt, err := cron.Start(jobs, cron.WithReplica(replica))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	}
+	for _, n := range names {
+		logs[n].next(t, n+"'s startup run")
+	}
+	raw := cl.Client(t)
+	masters := make(map[int64]bool)
+	for _, n := range names {
+		record := raw.ClusterKeySlot(t.Context(), "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:"+n+"}").Val()
+		lease := raw.ClusterKeySlot(t.Context(), "@@wakuwaku-entity:Lock:cron:"+n).Val()
+		if record != lease {
+			t.Errorf("job %s: the record's hash slot is %d, its lease's %d; want one", n, record, lease)
+		}
+		masters[int64(cl.SlotOwner(t, int(record)))] = true
+	}
+	if len(masters) < 2 {
+		t.Logf("the records are on %d master(s) only", len(masters))
+	}
+	admin := cron.NewAdmin(lock.NewDb(raw))
+	var jobs []cron.JobStatus
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		jobs, err = admin.Jobs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, j := range jobs {
+			if j.Last != nil {
+				done++
+			}
+		}
+		if done == len(names) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(jobs) != len(names) {
+		t.Errorf("Jobs() found %d records across %d masters, want %d", len(jobs), len(masters), len(names))
+	}
+	if err := admin.RunNow(t.Context(), "mail"); err != nil {
+		t.Fatal(err)
+	}
+	if r := logs["mail"].next(t, "mail's requested run"); r.tick.Trigger != cron.TriggerRequest {
+		t.Errorf("mail's run after RunNow: trigger %v, want request", r.tick.Trigger)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if runs, _ := logs["mail"].all(); len(runs) != 2 {
+		t.Errorf("mail ran %d times, want its startup run and one requested", len(runs))
+	}
+}
