@@ -72,19 +72,23 @@ func defaultOptions() options {
 //   - Warn: a tick skipped because the job's previous run was still going
 //     ([ReasonStillRunning], [ReasonTooManyRuns]) or that came too late for
 //     its slot's lease ([ReasonTooLate]); a late wake-up; a job with no
-//     further slots; a Shutdown that gave up waiting ("runs" left).
-//   - Debug: a tick its admission refused, such as [ReasonLeaseHeld] (the
-//     replica that holds the lease logs the run); the ticks an outage
-//     skips after its first.
+//     further slots; a Shutdown that gave up waiting ("runs" left); a
+//     leased job's run that ended after its run lease was lost.
+//   - Debug: a tick its admission or a leased job's record refused, such
+//     as [ReasonLeaseHeld], [ReasonRunning] or [ReasonPaused] (the replica
+//     that runs logs the run); the ticks an outage skips after its first.
 //
-// An admission that fails (a lease that Redis can't give) is an outage of
-// the job: logged once when it begins and once when the admission answers
+// An admission that fails (a leased job's claim that Redis can't answer,
+// or its run's end that Redis can't record) is an outage of the job: logged
+// once, at Error, when it begins, and once when the admission answers
 // again, with "skipped", the number of ticks it skipped, and "down", how
 // long it lasted.
 //
 // Every record has the attribute "replica" (see [WithReplica]); a job's
-// records have "job" and "run", and a run's also "scheduled" and "slot",
-// and "lease", the Redis key of its lease, for a [Leased] job.
+// records have "job" and "run", and a run's also "scheduled" and "slot".
+// A [Leased] job's runs also have "record", the Redis key of its record,
+// and for a duration policy "lease", the key of the seed's lease; a retry,
+// catch-up or requested run has "trigger" and "attempt".
 //
 // Without WithLogger the runtime is silent.
 func WithLogger(l *slog.Logger) Option {
