@@ -132,7 +132,9 @@ type RunRecord struct {
 	Attempt int       `json:"attempt"`
 	Started time.Time `json:"started"`
 	// Finished and Duration are set for a run that ended; Deadline, when
-	// its run lease ends unless extended, for one in progress.
+	// its run lease ends unless extended, for one in progress. A run in
+	// progress whose Deadline has passed has lost its replica; the next
+	// claim of any replica records it as lost.
 	Finished time.Time     `json:"finished,omitzero"`
 	Duration time.Duration `json:"duration,omitempty"`
 	Deadline time.Time     `json:"deadline,omitzero"`

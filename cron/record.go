@@ -176,13 +176,15 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 	code, a, why := replyInts(reply)
 	switch code {
 	case 1:
-		if token != "" {
+		trigger := parseTrigger(why)
+		if token != "" && a == 1 && trigger != TriggerRequest {
+			// The claim opened a slot, with token as its lease.
 			s.mu.Lock()
 			s.own = token
 			s.mu.Unlock()
 		}
 		run.deadline = sent.Add(s.runTTL)
-		return claimed{run: run, attempt: int(a), trigger: parseTrigger(why)}, nil
+		return claimed{run: run, attempt: int(a), trigger: trigger}, nil
 	case 2:
 		return claimed{reason: ReasonRunning, wait: time.Duration(a) * time.Millisecond, quiet: mode == modeRequest}, nil
 	case 3, 7:

@@ -32,21 +32,37 @@ func (c *counting) Process(ctx context.Context, cmd redis.Cmder) error {
 // calls included, from INFO commandstats.
 func serverCalls(tb testing.TB, rdb *redis.Client) int64 {
 	tb.Helper()
+	n, _ := serverStats(tb, rdb)
+	return n
+}
+
+// serverStats returns the commands the server has executed and the
+// microseconds it spent in them, from INFO commandstats; a script's time
+// includes its calls'.
+func serverStats(tb testing.TB, rdb *redis.Client) (calls, usec int64) {
+	tb.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var n int64
 	for _, line := range strings.Split(info, "\n") {
 		if !strings.HasPrefix(line, "cmdstat_") || strings.HasPrefix(line, "cmdstat_info:") {
 			continue
 		}
 		_, rest, _ := strings.Cut(line, "calls=")
-		calls, _, _ := strings.Cut(rest, ",")
-		c, _ := strconv.ParseInt(calls, 10, 64)
-		n += c
+		n, _, _ := strings.Cut(rest, ",")
+		c, _ := strconv.ParseInt(n, 10, 64)
+		calls += c
+		if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") || !strings.Contains(line, "scripts") {
+			_, rest, _ = strings.Cut(line, ",usec=")
+			u, _, _ := strings.Cut(rest, ",")
+			us, _ := strconv.ParseInt(u, 10, 64)
+			if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+				usec += us
+			}
+		}
 	}
-	return n
+	return calls, usec
 }
 
 // protocol runs the record's protocol for one job straight, without a
@@ -148,12 +164,14 @@ func BenchmarkRunProtocol(b *testing.B) {
 		p := newProtocol(b, rdb, "bench-record-"+strconv.FormatInt(time.Now().UnixNano(), 36), interval.MustCron("* * * * * *"))
 		p.run(b) // loads the scripts
 		p.c.n.Store(0)
-		before := serverCalls(b, rdb)
+		before, beforeUS := serverStats(b, rdb)
 		for b.Loop() {
 			p.run(b)
 		}
+		after, afterUS := serverStats(b, rdb)
 		b.ReportMetric(float64(p.c.n.Load())/float64(b.N), "rt/run")
-		b.ReportMetric(float64(serverCalls(b, rdb)-before-1)/float64(b.N), "srv/run")
+		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/run")
+		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/run")
 	})
 	b.Run("bare-lease", func(b *testing.B) {
 		slots := interval.MustCron("* * * * * *")
@@ -161,7 +179,7 @@ func BenchmarkRunProtocol(b *testing.B) {
 		c := &counting{Client: rdb}
 		name := "bench-bare-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@"
 		db := lock.NewDb(c)
-		before := serverCalls(b, rdb)
+		before, beforeUS := serverStats(b, rdb)
 		for b.Loop() {
 			key, _ := slot.Key()
 			tok, err := lock.New[string](LeaseNamespace, time.Hour).TryLock(context.Background(), db, name+key)
@@ -170,7 +188,9 @@ func BenchmarkRunProtocol(b *testing.B) {
 			}
 			slot, _ = slots.NextSlot(slot.Start)
 		}
+		after, afterUS := serverStats(b, rdb)
 		b.ReportMetric(float64(c.n.Load())/float64(b.N), "rt/run")
-		b.ReportMetric(float64(serverCalls(b, rdb)-before-1)/float64(b.N), "srv/run")
+		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/run")
+		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/run")
 	})
 }

@@ -15,25 +15,55 @@ const recordPrelude = `
 local R = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function get(f) return redis.call('HGET', R, f) end
-local function num(f) return tonumber(redis.call('HGET', R, f) or '0') end
-local function keep(ms)
-	local ttl = redis.call('PTTL', R)
-	if ttl == -1 or (ttl >= 0 and ttl < ms) then
-		redis.call('PEXPIRE', R, ms)
+-- The fields a script may read, fetched with one HMGET at the first read
+-- and kept up to date by hset and hdel, so that a script costs the server
+-- a few commands, not one per field.
+local cache = nil
+local readable = {'run', 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why',
+	'slot', 'slot.at', 'slot.state', 'slot.tries', 'slot.retry', 'slot.lease', 'paused', 'want', 'next'}
+local function get(f)
+	if not cache then
+		cache = {}
+		local v = redis.call('HMGET', R, unpack(readable))
+		for i, name in ipairs(readable) do
+			cache[name] = v[i]
+		end
 	end
+	return cache[f]
+end
+local function num(f) return tonumber(get(f) or '0') end
+local function hset(...)
+	local a = {...}
+	if cache then
+		for i = 1, #a, 2 do
+			cache[a[i]] = tostring(a[i + 1])
+		end
+	end
+	redis.call('HSET', R, ...)
+end
+local function hdel(...)
+	if cache then
+		for _, f in ipairs({...}) do
+			cache[f] = false
+		end
+	end
+	redis.call('HDEL', R, ...)
+end
+-- keep makes the record live ms more: every replica computes the same.
+local function keep(ms)
+	redis.call('PEXPIRE', R, ms)
 end
 local function setnext(n)
 	if n ~= '' then
 		local cur = num('next')
 		if cur <= now or tonumber(n) < cur then
-			redis.call('HSET', R, 'next', n)
+			hset('next', n)
 		end
 	end
 end
 local runFields = {'run', 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why'}
 local function record(prefix, outcome, ended)
-	redis.call('HSET', R, prefix .. 'slot', get('run.slot'), prefix .. 'by', get('run.by'),
+	hset(prefix .. 'slot', get('run.slot'), prefix .. 'by', get('run.by'),
 		prefix .. 'start', get('run.since'), prefix .. 'end', ended, prefix .. 'outcome', outcome,
 		prefix .. 'try', get('run.try'), prefix .. 'why', get('run.why'))
 end
@@ -45,7 +75,7 @@ local function finish(outcome, ended, err, max, backoff)
 	record('last.', outcome, ended)
 	if outcome ~= 'ok' then
 		record('fail.', outcome, ended)
-		redis.call('HSET', R, 'fail.error', err)
+		hset('fail.error', err)
 	end
 	local slot, try = get('run.slot'), tonumber(get('run.try'))
 	if get('run.why') ~= 'request' and get('slot') == slot then
@@ -53,13 +83,13 @@ local function finish(outcome, ended, err, max, backoff)
 			state = 'done'
 		elseif try < max then
 			state = 'open'
-			redis.call('HSET', R, 'slot.retry', now + backoff)
+			hset('slot.retry', now + backoff)
 		else
 			state = 'failed'
 		end
-		redis.call('HSET', R, 'slot.state', state)
+		hset('slot.state', state)
 	end
-	redis.call('HDEL', R, unpack(runFields))
+	hdel(unpack(runFields))
 	return state
 end
 `
@@ -79,7 +109,7 @@ end
 // failed all its attempts.
 var claimScript = redisscript.New(recordPrelude + `
 local mode, replica, max = ARGV[1], ARGV[5], tonumber(ARGV[8])
-redis.call('HSET', R, 'seen', now, 'seen.by', replica)
+hset('seen', now, 'seen.by', replica)
 setnext(ARGV[12])
 keep(tonumber(ARGV[7]))
 if get('run') and num('run.until') < now then
@@ -88,7 +118,7 @@ if get('run') and num('run.until') < now then
 end
 local running = get('run')
 local function start(slot, try, why)
-	redis.call('HSET', R, 'run', ARGV[4], 'run.by', replica, 'run.since', now,
+	hset('run', ARGV[4], 'run.by', replica, 'run.since', now,
 		'run.until', now + tonumber(ARGV[6]), 'run.slot', slot, 'run.try', try, 'run.why', why)
 	return {1, try, why}
 end
@@ -96,7 +126,7 @@ local function request()
 	if running or not get('want') then
 		return nil
 	end
-	redis.call('HDEL', R, 'want', 'want.by')
+	hdel('want', 'want.by')
 	local slot = ARGV[2]
 	if slot == '' then
 		slot = get('slot') or ''
@@ -128,7 +158,7 @@ local function same()
 		if wait > 0 then
 			return request() or {5, wait}
 		end
-		redis.call('HSET', R, 'slot.tries', tries + 1)
+		hset('slot.tries', tries + 1)
 		return start(get('slot'), tries + 1, 'retry')
 	end
 	local r = request()
@@ -140,7 +170,7 @@ local function same()
 	return {3}
 end
 local function open(slot, at, why)
-	redis.call('HSET', R, 'slot', slot, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0)
+	hset('slot', slot, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0)
 	return start(slot, 1, why)
 end
 local why = 'schedule'
@@ -164,7 +194,7 @@ if held and held == get('slot.lease') then
 		-- This replica's own lease of its previous slot outlived it (Redis
 		-- answered late): nobody else ran since, so the tick opens a slot.
 		redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[9])
-		redis.call('HSET', R, 'slot.lease', ARGV[10])
+		hset('slot.lease', ARGV[10])
 		return open(tostring(now), now, why)
 	elseif mode == 'catchup' then
 		return {6}
@@ -181,7 +211,7 @@ if mode == 'catchup' and get('slot.at') then
 	end
 end
 redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[9])
-redis.call('HSET', R, 'slot.lease', ARGV[10])
+hset('slot.lease', ARGV[10])
 return open(tostring(now), now, why)`)
 
 // completeScript records the end of the run whose token is ARGV[1]: its
@@ -210,7 +240,7 @@ var heartbeatScript = redisscript.New(recordPrelude + `
 if get('run') ~= ARGV[1] then
 	return 0
 end
-redis.call('HSET', R, 'run.until', now + tonumber(ARGV[2]))
+hset('run.until', now + tonumber(ARGV[2]))
 keep(tonumber(ARGV[3]))
 return 1`)
 
@@ -223,11 +253,11 @@ if redis.call('EXISTS', R) == 0 then
 end
 local op = ARGV[1]
 if op == 'pause' then
-	redis.call('HSET', R, 'paused', now, 'paused.by', ARGV[2])
+	hset('paused', now, 'paused.by', ARGV[2])
 elseif op == 'resume' then
-	redis.call('HDEL', R, 'paused', 'paused.by')
+	hdel('paused', 'paused.by')
 else
-	redis.call('HSET', R, 'want', now, 'want.by', ARGV[2])
+	hset('want', now, 'want.by', ARGV[2])
 	redis.call('PUBLISH', ARGV[3], ARGV[4])
 end
 return 1`)
