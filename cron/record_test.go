@@ -550,3 +550,46 @@ func TestRecordOnCluster(t *testing.T) {
 		t.Errorf("mail ran %d times, want its startup run and one requested", len(runs))
 	}
 }
+
+// TestRecordCatchUpDuration checks a duration policy's catch-up: with no
+// run in the last interval, one replica of three runs at start; started
+// again within the interval, none does.
+func TestRecordCatchUpDuration(t *testing.T) {
+	srv := redistest.Start(t)
+	log := newJobLog()
+	job := func(replica string, db lock.Db) cron.Job {
+		return &leasedJob{
+			testJob: testJob{name: "hourly", every: interval.AtLeast(time.Hour).WithoutStartupRun(), process: log.work(replica, nil)},
+			lease:   cron.LeaseConfig{Db: db, CatchUp: time.Hour},
+		}
+	}
+	startReplicas(t, srv, 3, job)
+	if r := log.next(t, "the catch-up run"); r.tick.Trigger != cron.TriggerCatchUp {
+		t.Errorf("trigger = %v, want catch-up", r.tick.Trigger)
+	}
+	startReplicas(t, srv, 2, job)
+	time.Sleep(300 * time.Millisecond)
+	if runs, _ := log.all(); len(runs) != 1 {
+		t.Errorf("%d runs, want the one catch-up across 5 starts within the interval", len(runs))
+	}
+}
+
+// TestRecordAnnounced checks that a job whose first tick is still to come
+// has a record as soon as it starts, so that operators can see and pause
+// it.
+func TestRecordAnnounced(t *testing.T) {
+	srv := redistest.Start(t)
+	startReplicas(t, srv, 1, func(replica string, db lock.Db) cron.Job {
+		return &leasedJob{
+			testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *").WithoutStartupRun()},
+			lease:   cron.LeaseConfig{Db: db},
+		}
+	})
+	st := waitStatus(t, lock.NewDb(srv.Client(t)), "nightly", func(cron.JobStatus) bool { return true })
+	if d := time.Until(st.NextDue); st.SeenBy != "r0" || d <= 0 || d > 24*time.Hour || st.Last != nil {
+		t.Errorf("status of a job not yet run = %+v, want r0's announcement with its next due time", st)
+	}
+	if err := cron.NewAdmin(lock.NewDb(srv.Client(t))).Pause(t.Context(), "nightly"); err != nil {
+		t.Errorf("Pause of an announced job = %v", err)
+	}
+}
