@@ -84,9 +84,9 @@ type jobState struct {
 	retryAt time.Time
 }
 
-// newJobState checks a leased job's config and returns its record keeper.
-// base is the length of its interval (its first slot's, for a Cron spec).
-func newJobState(name string, every interval.Interval, l LeaseConfig, replica string, now func() time.Time) (*jobState, error) {
+// newJobState checks a leased job's config, whose Name is set, and returns
+// its record keeper.
+func newJobState(every interval.Interval, l LeaseConfig, replica string, now func() time.Time) (*jobState, error) {
 	if strings.ContainsAny(l.Name, "{}") {
 		return nil, fmt.Errorf("%w: job %q: a leased job's name must not hold '{' or '}': it is its record's cluster hash tag", ErrInvalidJob, l.Name)
 	}
@@ -107,9 +107,11 @@ func newJobState(name string, every interval.Interval, l LeaseConfig, replica st
 	if s.backoff == 0 {
 		s.backoff = defaultBackoff
 	}
+	// base is the length of the interval: of its current slot, for a
+	// Cron spec, whose slots every replica names alike.
 	start := now()
 	var base time.Duration
-	if slot, ok := every.NextSlot(start); ok {
+	if slot := every.Plan(start, start).Slot; isShared(slot) {
 		s.shared, base = true, slot.End.Sub(slot.Start)
 		s.keys = []string{recordKey(l.Name)}
 	} else {
@@ -125,6 +127,13 @@ func newJobState(name string, every interval.Interval, l LeaseConfig, replica st
 	s.runTTL = max(s.runTTL, 3*time.Millisecond)
 	s.keep = max(3*base+s.runTTL+s.catchUp, time.Minute)
 	return s, nil
+}
+
+// isShared reports whether slot has a key that every replica computes
+// alike: a Cron spec's.
+func isShared(slot interval.Slot) bool {
+	_, ok := slot.Key()
+	return ok
 }
 
 // claimed is a claim's answer.

@@ -76,7 +76,7 @@ type protocol struct {
 
 func newProtocol(tb testing.TB, rdb *redis.Client, name string, every interval.Interval) *protocol {
 	tb.Helper()
-	s, err := newJobState(name, every, LeaseConfig{Db: lock.NewDb(rdb), Name: name}, "bench", time.Now)
+	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: name}, "bench", time.Now)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 func TestOwnLeaseAfterRetry(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.AtLeast(time.Hour)
-	s, err := newJobState("own", every, LeaseConfig{Db: lock.NewDb(rdb), Name: "own", Attempts: 2, Backoff: time.Millisecond}, "r0", time.Now)
+	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "own", Attempts: 2, Backoff: time.Millisecond}, "r0", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

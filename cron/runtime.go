@@ -183,7 +183,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 			if err := e.every.CheckLease(lease.TTL); err != nil {
 				return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, e.name, err)
 			}
-			state, err := newJobState(lease.Name, *e.every, lease, o.replica, o.now)
+			state, err := newJobState(*e.every, lease, o.replica, o.now)
 			if err != nil {
 				return nil, err
 			}
