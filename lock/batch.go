@@ -35,6 +35,9 @@ func (l Lock[N]) TryLockMany(ctx context.Context, db Db, names []N) ([]*Token, e
 	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
+	if w, ok := db.c.(*wrapped); ok && w.replicas > 0 {
+		return nil, errBatchReplicas
+	}
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -49,7 +52,7 @@ func (l Lock[N]) TryLockMany(ctx context.Context, db Db, names []N) ([]*Token, e
 	}
 	sent := time.Now()
 	res, errs := lockMany.many(ctx, db.c, keys, args, 1, l.f.ms)
-	o, _ := db.c.(*observed)
+	o, _ := db.c.(*wrapped)
 	for i, t := range toks {
 		if o != nil {
 			o.acquired(l.entity(), "lock", res[i], errs[i], sent)
@@ -95,6 +98,12 @@ func manyTokens(ctx context.Context, tokens []*Token, s script, extend bool) ([]
 	}
 	for _, g := range byClient(tokens) {
 		c := tokens[g[0]].c
+		if w, ok := c.(*wrapped); ok && w.replicas > 0 && extend {
+			for _, i := range g {
+				errs[i] = errBatchReplicas
+			}
+			continue
+		}
 		if c == nil {
 			for _, i := range g {
 				errs[i] = ErrNoClient
@@ -115,7 +124,7 @@ func manyTokens(ctx context.Context, tokens []*Token, s script, extend bool) ([]
 			seqs[j], sent[j] = t.begin(!extend)
 		}
 		res, gerrs := s.many(ctx, c, keys, args, per, nil)
-		o, _ := c.(*observed)
+		o, _ := c.(*wrapped)
 		for j, i := range g {
 			t := tokens[i]
 			errs[i] = gerrs[j]

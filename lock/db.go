@@ -61,8 +61,8 @@ func NewDb(c Client, opts ...DbOption) Db {
 			o(&cfg)
 		}
 	}
-	if c != nil && cfg.observe != nil {
-		c = &observed{c: c, observe: cfg.observe}
+	if c != nil && (cfg.observe != nil || cfg.replicas > 0) {
+		c = &wrapped{c: c, observe: cfg.observe, replicas: cfg.replicas, waitMs: ttlMillis(cfg.wait)}
 	}
 	return Db{c: c, nilType: nilType}
 }

@@ -71,11 +71,14 @@ func (l FencedLock[N]) TryLock(ctx context.Context, db Db, name N) (*Token, uint
 	t := newToken(db.c, key, l.l.f.lease, l.l.f.ms)
 	sent := time.Now()
 	n, err := fencedLock.run(ctx, db.c, &t.key, &fence, &t.value, l.l.f.ms)
-	if o, ok := db.c.(*observed); ok {
+	if o, ok := db.c.(*wrapped); ok {
 		o.acquired(l.l.entity(), "lock", n, err, sent)
 	}
 	switch {
 	case err != nil:
+		if n > 0 { // taken, not replicated
+			t.Release(context.WithoutCancel(ctx))
+		}
 		return nil, 0, err
 	case n == 0:
 		return nil, 0, nil

@@ -34,7 +34,9 @@ type Event struct {
 type DbOption func(*dbConfig)
 
 type dbConfig struct {
-	observe func(Event)
+	observe  func(Event)
+	replicas int
+	wait     time.Duration
 }
 
 // WithObserver makes the Db call observe after every lock operation it, or a
@@ -50,29 +52,35 @@ func WithObserver(observe func(Event)) DbOption {
 	return func(c *dbConfig) { c.observe = observe }
 }
 
-// observed is the Client of a Db made with an observer: it forwards every
-// command and carries the observer, so that the Db and every token it gives
-// reach the observer through the Client they already hold, and a Db or a
-// token without one pays nothing (no field, one type check).
-type observed struct {
-	c       Client
-	observe func(Event)
+// wrapped is the Client of a Db made with options: it forwards every
+// command and carries the options (an observer, replicas to wait for), so
+// that the Db and every token it gives reach them through the Client they
+// already hold, and a Db or a token without options pays nothing (no field,
+// one type check).
+type wrapped struct {
+	c        Client
+	observe  func(Event) // nil: no observer
+	replicas int         // replicas to WAIT for after an acquire or extension; 0: none
+	waitMs   int64       // the WAIT's timeout
 }
 
-func (o *observed) Process(ctx context.Context, cmd redis.Cmder) error {
+func (o *wrapped) Process(ctx context.Context, cmd redis.Cmder) error {
 	return o.c.Process(ctx, cmd)
 }
 
 // unwrap returns the caller's own client beneath an observer.
 func unwrap(c Client) Client {
-	if o, ok := c.(*observed); ok {
+	if o, ok := c.(*wrapped); ok {
 		return o.c
 	}
 	return c
 }
 
 // acquired reports an acquire whose script answered n (0: busy).
-func (o *observed) acquired(e entity, op string, n int64, err error, sent time.Time) {
+func (o *wrapped) acquired(e entity, op string, n int64, err error, sent time.Time) {
+	if o.observe == nil {
+		return
+	}
 	result := "acquired"
 	switch {
 	case err != nil:
@@ -85,7 +93,10 @@ func (o *observed) acquired(e entity, op string, n int64, err error, sent time.T
 
 // settled reports a release (extend false) or an extension of the token
 // holding key, from its key, which names its family.
-func (o *observed) settled(key string, extend, held bool, err error, sent time.Time) {
+func (o *wrapped) settled(key string, extend, held bool, err error, sent time.Time) {
+	if o.observe == nil {
+		return
+	}
 	ev := Event{Op: "release", Result: "released", Latency: time.Since(sent), Err: err}
 	if extend {
 		ev.Op, ev.Result = "extend", "extended"
