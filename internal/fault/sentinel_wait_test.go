@@ -178,4 +178,3 @@ func poll(t *testing.T, limit time.Duration, what string, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
