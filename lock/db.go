@@ -51,9 +51,20 @@ type Db struct {
 // NewDb returns a Db that may take every lock, over c. A go-redis
 // UniversalClient, cluster or failover client fits; see [Client]. A nil c,
 // or a nil pointer such as a (*redis.Client)(nil), makes a Db without a
-// client, whose operations return [ErrNoClient].
-func NewDb(c Client) Db {
+// client, whose operations return [ErrNoClient]. The options, such as
+// [WithObserver], apply to the Db, to every Db narrowed from it and to every
+// token it gives.
+func NewDb(c Client, opts ...DbOption) Db {
 	c, nilType := clientOrNil(c)
+	var cfg dbConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if c != nil && (cfg.observe != nil || cfg.replicas > 0) {
+		c = &wrapped{c: c, observe: cfg.observe, replicas: cfg.replicas, waitMs: ttlMillis(cfg.wait)}
+	}
 	return Db{c: c, nilType: nilType}
 }
 

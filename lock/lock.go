@@ -72,7 +72,13 @@ func (l Lock[N]) TryLock(ctx context.Context, db Db, name N) (*Token, error) {
 	t := newToken(db.c, l.Key(name), l.f.lease, l.f.ms)
 	sent := time.Now()
 	n, err := lockScript.run(ctx, db.c, &t.key, nil, &t.value, l.f.ms)
+	if o, ok := db.c.(*wrapped); ok {
+		o.acquired(l.entity(), "lock", n, err, sent)
+	}
 	if err != nil || n == 0 {
+		if n != 0 { // taken, not replicated
+			t.Release(context.WithoutCancel(ctx))
+		}
 		return nil, err
 	}
 	t.acquired(sent)

@@ -71,7 +71,13 @@ func (l RWLock[N]) TryRead(ctx context.Context, db Db, name N) (*ReadToken, erro
 	t.init(db.c, l.f.lease, l.f.ms)
 	sent := time.Now()
 	n, err := readLock.run(ctx, db.c, &t.w, &t.r, &t.value, l.f.ms)
+	if o, ok := db.c.(*wrapped); ok {
+		o.acquired(l.entity(), "read", n, err, sent)
+	}
 	if err != nil || n == 0 {
+		if n != 0 { // taken, not replicated
+			t.Release(context.WithoutCancel(ctx))
+		}
 		return nil, err
 	}
 	t.acquired(sent)
@@ -90,7 +96,13 @@ func (l RWLock[N]) TryWrite(ctx context.Context, db Db, name N) (*Token, error) 
 	t := newToken(db.c, w, l.f.lease, l.f.ms)
 	sent := time.Now()
 	n, err := writeLock.run(ctx, db.c, &t.key, &r, &t.value, l.f.ms)
+	if o, ok := db.c.(*wrapped); ok {
+		o.acquired(l.entity(), "write", n, err, sent)
+	}
 	if err != nil || n == 0 {
+		if n != 0 { // taken, not replicated
+			t.Release(context.WithoutCancel(ctx))
+		}
 		return nil, err
 	}
 	t.acquired(sent)

@@ -30,6 +30,9 @@ func newScript(src string) script {
 // allocation that boxing a string costs. They point into a token, whose
 // strings never change.
 func (s script) run(ctx context.Context, c Client, key1, key2, value *string, ms any) (int64, error) {
+	if w, ok := c.(*wrapped); ok && w.replicas > 0 && ms != nil {
+		return s.runWait(ctx, w, key1, key2, value, ms)
+	}
 	cmd := redis.NewIntCmd(ctx, s.argv("evalsha", s.sha, key1, key2, value, ms)...)
 	err := c.Process(ctx, cmd)
 	if err != nil && isNoScript(err) {

@@ -175,6 +175,9 @@ func (l *lease) do(ctx context.Context, s script, key1, key2 *string, ms any) (b
 	}
 	seq, sent := l.begin(ms == nil)
 	n, err := s.run(ctx, l.c, key1, key2, &l.value, ms)
+	if o, ok := l.c.(*wrapped); ok {
+		o.settled(*key1, ms != nil, n != 0, err, sent)
+	}
 	if err != nil {
 		return false, err
 	}

@@ -1,0 +1,25 @@
+package lock
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// SlotOf exposes slotOf to the external tests, which check it against the
+// rig's own slot function.
+func SlotOf(key string) int { return int(slotOf(key)) }
+
+// SetJitter makes the waits of Lock.Lock draw from a PCG seeded with seed,
+// for a repeatable run, until the test ends.
+func SetJitter(t interface{ Cleanup(func()) }, seed uint64) {
+	old := jitter
+	r := rand.New(rand.NewPCG(seed, seed))
+	var mu sync.Mutex
+	jitter = func(n time.Duration) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(r.Int64N(int64(n) + 1))
+	}
+	t.Cleanup(func() { jitter = old })
+}

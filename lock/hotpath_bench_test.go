@@ -1,0 +1,49 @@
+package lock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// answering is an in-process client that answers every script with 1, so
+// that a benchmark on it measures what the library itself costs around the
+// round trip.
+type answering struct{}
+
+func (answering) Process(_ context.Context, cmd redis.Cmder) error {
+	if c, ok := cmd.(*redis.IntCmd); ok {
+		c.SetVal(1)
+	}
+	return nil
+}
+
+// BenchmarkTryLockLocal measures TryLock and Release without a network, with
+// no observer (the hot path every Db without one takes) and with one.
+func BenchmarkTryLockLocal(b *testing.B) {
+	l := lock.New[int]("bench", 30*time.Second)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		db   lock.Db
+	}{
+		{"unset", lock.NewDb(answering{})},
+		{"observed", observedDb()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				tok, err := l.TryLock(ctx, bc.db, i)
+				i++
+				if tok == nil || err != nil {
+					b.Fatalf("TryLock = %v, %v", tok, err)
+				}
+				tok.Release(ctx)
+			}
+		})
+	}
+}
