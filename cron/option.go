@@ -154,7 +154,16 @@ type Observer struct {
 	// the Reason constants or an Admission's own reason. err is the
 	// Admission's error for ReasonAdmissionFailed, nil otherwise.
 	RunSkipped func(t Tick, reason string, err error)
+	// ClockSkew is called, for a runtime with [Leased] jobs, at its start
+	// and then every [SkewCheckEvery], with how far the runtime's clock is
+	// ahead of the Redis server's (negative: behind), as measured from the
+	// server's TIME halfway through the round trip.
+	ClockSkew func(skew time.Duration)
 }
+
+// SkewCheckEvery is how often a runtime with [Leased] jobs compares its
+// clock with Redis's (see [Observer.ClockSkew]).
+const SkewCheckEvery = 10 * time.Minute
 
 // WithObserver makes the runtime report runs to o. A later WithObserver
 // replaces an earlier one.
