@@ -73,7 +73,10 @@ func defaultOptions() options {
 //     ([ReasonStillRunning], [ReasonTooManyRuns]) or that came too late for
 //     its slot's lease ([ReasonTooLate]); a late wake-up; a job with no
 //     further slots; a Shutdown that gave up waiting ("runs" left); a
-//     leased job's run that ended after its run lease was lost.
+//     leased job's run that ended after its run lease was lost; a clock
+//     that disagrees with Redis's by more than a second, or a twelfth of
+//     the shortest leased interval ("skew", "limit"), checked at start and
+//     every [SkewCheckEvery].
 //   - Debug: a tick its admission or a leased job's record refused, such
 //     as [ReasonLeaseHeld], [ReasonRunning] or [ReasonPaused] (the replica
 //     that runs logs the run); the ticks an outage skips after its first.

@@ -70,6 +70,7 @@ type jobState struct {
 	backoff  time.Duration
 	catchUp  time.Duration
 	every    time.Duration // a duration policy's interval
+	base     time.Duration // the interval's length (its current slot's, for a Cron spec)
 	replica  string
 	now      func() time.Time
 
@@ -126,6 +127,7 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	}
 	s.runTTL = max(s.runTTL, 3*time.Millisecond)
 	s.keep = max(3*base+s.runTTL+s.catchUp, time.Minute)
+	s.base = base
 	return s, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -591,5 +592,46 @@ func TestRecordAnnounced(t *testing.T) {
 	}
 	if err := cron.NewAdmin(lock.NewDb(srv.Client(t))).Pause(t.Context(), "nightly"); err != nil {
 		t.Errorf("Pause of an announced job = %v", err)
+	}
+}
+
+// TestClockSkew runs a leased runtime whose clock is five seconds ahead:
+// its observer hears of the skew at start and the log warns of it; one on
+// the true clock hears of none to speak of.
+func TestClockSkew(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name   string
+		offset time.Duration
+		warn   bool
+	}{
+		{"ahead", 5 * time.Second, true},
+		{"true", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			skews := make(chan time.Duration, 1)
+			var logs records
+			job := &leasedJob{testJob: testJob{name: "skew-" + tc.name, every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))}}
+			rt, err := cron.Start([]cron.Job{job},
+				cron.WithClock(func() time.Time { return time.Now().Add(tc.offset) }),
+				cron.WithLogger(slog.New(&logs)),
+				cron.WithObserver(cron.Observer{ClockSkew: func(d time.Duration) { skews <- d }}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var skew time.Duration
+			select {
+			case skew = <-skews:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no clock skew reported within 10s of the start")
+			}
+			rt.Shutdown(context.Background())
+			if d := skew - tc.offset; d < -time.Second || d > time.Second {
+				t.Errorf("skew = %v, want about %v", skew, tc.offset)
+			}
+			if warned := len(logs.find("cron runtime's clock disagrees with Redis's")) > 0; warned != tc.warn {
+				t.Errorf("warned = %v, want %v", warned, tc.warn)
+			}
+		})
 	}
 }
