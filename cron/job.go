@@ -93,6 +93,18 @@ func (t Trigger) String() string {
 // string.
 func (t Trigger) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
+// UnmarshalText reads a trigger's name, so that a [JobStatus] read back
+// from JSON has its triggers. An unknown name is an error.
+func (t *Trigger) UnmarshalText(b []byte) error {
+	for i, n := range triggerNames {
+		if n == string(b) {
+			*t = Trigger(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("cron: no trigger %q", b)
+}
+
 // parseTrigger reads a trigger's name as the job record stores it.
 func parseTrigger(s string) Trigger {
 	for i, n := range triggerNames {
