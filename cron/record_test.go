@@ -635,3 +635,25 @@ func TestClockSkew(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordRunNowThroughDbOptions checks that run-now requests reach a
+// job whose Db was made with options (an observer of lock operations):
+// the runtime subscribes through the caller's own client beneath them.
+// It once looked for Subscribe on the Db's wrapper, found none, and left
+// requests to the next tick, an hour away here.
+func TestRecordRunNowThroughDbOptions(t *testing.T) {
+	srv := redistest.Start(t)
+	log := newJobLog()
+	startReplicas(t, srv, 1, func(replica string, _ lock.Db) cron.Job {
+		db := lock.NewDb(srv.Client(t), lock.WithObserver(func(lock.Event) {}))
+		return &leasedJob{testJob: testJob{name: "observed", every: interval.AtLeast(time.Hour), process: log.work(replica, nil)}, lease: cron.LeaseConfig{Db: db}}
+	})
+	log.next(t, "the startup run")
+	waitStatus(t, lock.NewDb(srv.Client(t)), "observed", func(st cron.JobStatus) bool { return st.Last != nil })
+	if err := cron.NewAdmin(lock.NewDb(srv.Client(t))).RunNow(t.Context(), "observed"); err != nil {
+		t.Fatal(err)
+	}
+	if r := log.next(t, "the requested run"); r.tick.Trigger != cron.TriggerRequest {
+		t.Errorf("trigger = %v, want request", r.tick.Trigger)
+	}
+}

@@ -226,12 +226,12 @@ func init() {
 			if err := d.check(context.Background(), entity{kind: kindLock, ns: namespace}); err != nil {
 				return nil, err
 			}
-			return d.c, nil
+			return unwrap(d.c), nil
 		case ReadOnlyDb:
 			if d.c == nil {
 				return nil, ErrNoClient
 			}
-			return d.c, nil
+			return unwrap(d.c), nil
 		}
 		return nil, fmt.Errorf("lock: %T is not a Db", db)
 	}

@@ -60,6 +60,9 @@ func IsNoScript(err error) bool {
 // ClientOf returns the client of a lock.Db or lock.ReadOnlyDb, after the
 // checks a lock operation in namespace would make (a Db without a client,
 // one that may not take locks in namespace), so that the cron runtime can
-// keep its records through the same handle its leases use. Package lock
+// keep its records through the same handle its leases use. It is the
+// caller's own client, beneath what a Db's options wrap around it: a
+// record's commands are not lock operations to observe or to WAIT for,
+// and the runtime subscribes through it. Package lock
 // sets it when it is initialized; nothing outside this module can reach it.
 var ClientOf func(db any, namespace string) (Client, error)
