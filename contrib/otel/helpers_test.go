@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,16 +15,20 @@ import (
 )
 
 // leasedJob is a job that runs once an hour, once across the replicas that
-// run it, doing process.
+// run it, doing process; a slot gets attempts runs until one succeeds.
 type leasedJob struct {
-	name    string
-	db      lock.Db
-	process func(ctx context.Context, t cron.Tick) error
+	name     string
+	db       lock.Db
+	attempts int
+	process  func(ctx context.Context, t cron.Tick) error
 }
 
-func (j *leasedJob) Name() string                                   { return j.name }
-func (j *leasedJob) Interval() interval.Interval                    { return interval.AtLeast(time.Hour) }
-func (j *leasedJob) Lease() cron.LeaseConfig                        { return cron.LeaseConfig{Db: j.db} }
+func (j *leasedJob) Name() string                { return j.name }
+func (j *leasedJob) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (j *leasedJob) Lease() cron.LeaseConfig {
+	return cron.LeaseConfig{Db: j.db, Attempts: j.attempts, Backoff: 50 * time.Millisecond}
+}
+
 func (j *leasedJob) Process(ctx context.Context, t cron.Tick) error { return j.process(ctx, t) }
 
 // succeeds, fails and panics are the three jobs of the tests, over db.
@@ -33,6 +38,18 @@ func threeJobs(db lock.Db) []cron.Job {
 		&leasedJob{name: "fails", db: db, process: func(context.Context, cron.Tick) error { return errors.New("failed") }},
 		&leasedJob{name: "panics", db: db, process: func(context.Context, cron.Tick) error { panic("broken") }},
 	}
+}
+
+// flaky returns a job over db whose slots get two attempts, and whose
+// first run fails.
+func flaky(db lock.Db) *leasedJob {
+	var runs atomic.Int32
+	return &leasedJob{name: "flaky", db: db, attempts: 2, process: func(context.Context, cron.Tick) error {
+		if runs.Add(1) == 1 {
+			return errors.New("first run fails")
+		}
+		return nil
+	}}
 }
 
 // events is an observer of the test's own, chained after the metrics', so

@@ -34,6 +34,13 @@
 // (service.instance.id) to say. The histograms advise the buckets of the
 // Prometheus adapter.
 //
+// A job's counters of runs (one per outcome) and of admission errors, and
+// its active runs, have data points at 0 from its first tick on the
+// replica, run or skipped, so that a job that never succeeded has a success
+// count that stays at 0. Every other data point appears with its first
+// event, since it has no value before: a job that never succeeded has no
+// last success, a replica without leased jobs no clock skew.
+//
 // # Spans
 //
 // Each run is a span named "cron " and the job's name, from
@@ -149,6 +156,7 @@ type Telemetry struct {
 	spans map[runKey]trace.Span // the runs in Process
 
 	lockAttrs sync.Map // lockKey -> metric.MeasurementOption, built once per family, operation and result
+	jobs      sync.Map // the names of the jobs seen, whose counters have data points
 }
 
 // runKey names a run: a job's run number, and its start, since two
@@ -283,8 +291,25 @@ func jobAttr(tick cron.Tick) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(keyJob.String(tick.Job)))
 }
 
+// seen gives a job's counters that have data points from its first tick
+// their data points, at 0.
+func (t *Telemetry) seen(ctx context.Context, job string) {
+	if _, ok := t.jobs.Load(job); ok {
+		return
+	}
+	if _, loaded := t.jobs.LoadOrStore(job, struct{}{}); loaded {
+		return
+	}
+	for _, o := range []string{"success", "error", "panic"} {
+		t.runs.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(keyJob.String(job), keyOutcome.String(o))))
+	}
+	t.admissionErrs.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(keyJob.String(job))))
+	t.active.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(keyJob.String(job))))
+}
+
 func (t *Telemetry) runStarted(tick cron.Tick) {
 	ctx := context.Background()
+	t.seen(ctx, tick.Job)
 	job := jobAttr(tick)
 	t.active.Add(ctx, 1, job)
 	if tick.Trigger == cron.TriggerSchedule {
@@ -305,6 +330,7 @@ func (t *Telemetry) runStarted(tick cron.Tick) {
 
 func (t *Telemetry) runFinished(tick cron.Tick, err error, took time.Duration) {
 	ctx := context.Background()
+	t.seen(ctx, tick.Job)
 	job := jobAttr(tick)
 	outcome := outcomeOf(err)
 	t.active.Add(ctx, -1, job)
@@ -337,6 +363,7 @@ func (t *Telemetry) runFinished(tick cron.Tick, err error, took time.Duration) {
 
 func (t *Telemetry) runSkipped(tick cron.Tick, reason string) {
 	ctx := context.Background()
+	t.seen(ctx, tick.Job)
 	t.skipped.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(keyJob.String(tick.Job), keyReason.String(reason))))
 	if reason == cron.ReasonAdmissionFailed {
 		t.admissionErrs.Add(ctx, 1, jobAttr(tick))

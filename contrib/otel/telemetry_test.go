@@ -131,16 +131,23 @@ func TestCronRuns(t *testing.T) {
 	got := r.collect(t)
 	checkValues(t, got, "wakuwaku.cron.runs ({run})", map[string]float64{
 		"wakuwaku.job=fails,wakuwaku.outcome=error":      1,
+		"wakuwaku.job=fails,wakuwaku.outcome=panic":      0,
+		"wakuwaku.job=fails,wakuwaku.outcome=success":    0,
+		"wakuwaku.job=panics,wakuwaku.outcome=error":     0,
 		"wakuwaku.job=panics,wakuwaku.outcome=panic":     1,
+		"wakuwaku.job=panics,wakuwaku.outcome=success":   0,
+		"wakuwaku.job=succeeds,wakuwaku.outcome=error":   0,
+		"wakuwaku.job=succeeds,wakuwaku.outcome=panic":   0,
 		"wakuwaku.job=succeeds,wakuwaku.outcome=success": 1,
+	})
+	checkValues(t, got, "wakuwaku.cron.admission.errors ({tick})", map[string]float64{
+		"wakuwaku.job=fails": 0, "wakuwaku.job=panics": 0, "wakuwaku.job=succeeds": 0,
 	})
 	checkValues(t, got, "wakuwaku.cron.active_runs ({run})", map[string]float64{
 		"wakuwaku.job=fails": 0, "wakuwaku.job=panics": 0, "wakuwaku.job=succeeds": 0,
 	})
-	for _, name := range []string{"wakuwaku.cron.skipped ({tick})", "wakuwaku.cron.admission.errors ({tick})"} {
-		if _, ok := got[name]; ok {
-			t.Errorf("%s = %v before any skip, want no data", name, got[name])
-		}
+	if _, ok := got["wakuwaku.cron.skipped ({tick})"]; ok {
+		t.Errorf("wakuwaku.cron.skipped = %v before any skip, want no data", got["wakuwaku.cron.skipped ({tick})"])
 	}
 	last := got["wakuwaku.cron.last_success.timestamp (s)"]
 	if len(last) != 1 {
@@ -222,11 +229,44 @@ func TestCronRuns(t *testing.T) {
 		"wakuwaku.job=panics,wakuwaku.reason=lease held by another replica":   1,
 		"wakuwaku.job=succeeds,wakuwaku.reason=lease held by another replica": 1,
 	})
-	if _, ok := got["wakuwaku.cron.admission.errors ({tick})"]; ok {
-		t.Errorf("wakuwaku.cron.admission.errors = %v, want no data", got["wakuwaku.cron.admission.errors ({tick})"])
-	}
+	checkValues(t, got, "wakuwaku.cron.admission.errors ({tick})", map[string]float64{
+		"wakuwaku.job=fails": 0, "wakuwaku.job=panics": 0, "wakuwaku.job=succeeds": 0,
+	})
 	if n := len(r.spans.Started()); n != 3 {
 		t.Errorf("%d spans after the skips, want still 3: a skipped tick is no run", n)
+	}
+}
+
+// TestCronRetry runs a leased job whose slot gets two attempts and whose
+// first run fails, on a real redis-server: the retry is a run with a span
+// of its own, trigger retry and attempt 2, but no scheduled run's lag.
+func TestCronRetry(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRig(t)
+	ev := newEvents()
+	start(t, []cron.Job{flaky(lock.NewDb(srv.Client(t)))}, r.tel.Observer(ev.observer()))
+	wait(t, ev.finished, 2, "the run and its retry finished")
+	got := r.collect(t)
+	checkValues(t, got, "wakuwaku.cron.runs ({run})", map[string]float64{
+		"wakuwaku.job=flaky,wakuwaku.outcome=error":   1,
+		"wakuwaku.job=flaky,wakuwaku.outcome=panic":   0,
+		"wakuwaku.job=flaky,wakuwaku.outcome=success": 1,
+	})
+	for name, want := range map[string]uint64{"wakuwaku.cron.run.duration (s)": 2, "wakuwaku.cron.schedule.lag (s)": 1} {
+		if n := got[name]["wakuwaku.job=flaky"].count; n != want {
+			t.Errorf("%s{flaky} has %d samples, want %d", name, n, want)
+		}
+	}
+	var spans []string
+	for _, s := range r.spans.Ended() {
+		attrs := map[attribute.Key]string{}
+		for _, kv := range s.Attributes() {
+			attrs[kv.Key] = kv.Value.String()
+		}
+		spans = append(spans, fmt.Sprintf("%s %s %s", attrs["wakuwaku.trigger"], attrs["wakuwaku.attempt"], attrs["wakuwaku.outcome"]))
+	}
+	if want := []string{"schedule 1 error", "retry 2 success"}; strings.Join(spans, ", ") != strings.Join(want, ", ") {
+		t.Errorf("spans (trigger, attempt, outcome) = %v, want %v", spans, want)
 	}
 }
 
@@ -240,9 +280,11 @@ func TestCronAdmissionErrors(t *testing.T) {
 	got := r.collect(t)
 	checkValues(t, got, "wakuwaku.cron.admission.errors ({tick})", map[string]float64{"wakuwaku.job=succeeds": 1})
 	checkValues(t, got, "wakuwaku.cron.skipped ({tick})", map[string]float64{"wakuwaku.job=succeeds,wakuwaku.reason=admission failed": 1})
-	if _, ok := got["wakuwaku.cron.runs ({run})"]; ok {
-		t.Errorf("wakuwaku.cron.runs = %v, want no data", got["wakuwaku.cron.runs ({run})"])
-	}
+	checkValues(t, got, "wakuwaku.cron.runs ({run})", map[string]float64{
+		"wakuwaku.job=succeeds,wakuwaku.outcome=error":   0,
+		"wakuwaku.job=succeeds,wakuwaku.outcome=panic":   0,
+		"wakuwaku.job=succeeds,wakuwaku.outcome=success": 0,
+	})
 	if n := len(r.spans.Started()); n != 0 {
 		t.Errorf("%d spans, want none", n)
 	}

@@ -33,10 +33,14 @@
 // Result. The slot and the run number are never labels: they would make a
 // series per run.
 //
-// A series appears when its first event happens: a job that never
-// succeeded has no last-success series (see the README's alert, which
-// covers that case), and a runtime without leased jobs, which never
-// measures its clock, has no clock-skew series.
+// A job's counters of runs (one per outcome) and of admission errors, and
+// its runs in progress, appear at 0 with its first tick on the replica, run
+// or skipped, so that increase() and rate() see a job's first run and a
+// job that never succeeded has a success counter that stays at 0. Every
+// other series appears with its first event, since it has no value
+// before: a job that never succeeded has no last-success series, a replica
+// without leased jobs, which never measures its clock, no clock-skew
+// series.
 //
 // The histograms have classic buckets, in seconds: run durations from 10ms
 // to an hour (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600),
@@ -49,6 +53,7 @@ package prometheus
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,6 +94,8 @@ type Metrics struct {
 	skew          *prometheus.GaugeVec // no labels: a vector so that it appears only once measured
 	lockOps       *prometheus.CounterVec
 	lockDuration  *prometheus.HistogramVec
+
+	jobs sync.Map // the names of the jobs seen, whose series are at 0 or more
 }
 
 // New returns the metrics, each with no series yet. Register the result
@@ -228,7 +235,23 @@ func (m *Metrics) Observer(also ...cron.Observer) cron.Observer {
 	}
 }
 
+// seen makes the series of a job that exist from its first tick, at 0.
+func (m *Metrics) seen(job string) {
+	if _, ok := m.jobs.Load(job); ok {
+		return
+	}
+	if _, loaded := m.jobs.LoadOrStore(job, struct{}{}); loaded {
+		return
+	}
+	for _, o := range []string{outcomeSuccess, outcomeError, outcomePanic} {
+		m.runs.WithLabelValues(job, o)
+	}
+	m.admissionErrs.WithLabelValues(job)
+	m.inProgress.WithLabelValues(job)
+}
+
 func (m *Metrics) runStarted(t cron.Tick) {
+	m.seen(t.Job)
 	m.inProgress.WithLabelValues(t.Job).Inc()
 	if t.Trigger == cron.TriggerSchedule {
 		m.lag.WithLabelValues(t.Job).Observe(max(t.Started.Sub(t.Scheduled), 0).Seconds())
@@ -236,6 +259,7 @@ func (m *Metrics) runStarted(t cron.Tick) {
 }
 
 func (m *Metrics) runFinished(t cron.Tick, err error, took time.Duration) {
+	m.seen(t.Job)
 	m.inProgress.WithLabelValues(t.Job).Dec()
 	m.runDuration.WithLabelValues(t.Job).Observe(took.Seconds())
 	m.runs.WithLabelValues(t.Job, outcome(err)).Inc()
@@ -245,6 +269,7 @@ func (m *Metrics) runFinished(t cron.Tick, err error, took time.Duration) {
 }
 
 func (m *Metrics) runSkipped(t cron.Tick, reason string) {
+	m.seen(t.Job)
 	m.skipped.WithLabelValues(t.Job, reason).Inc()
 	if reason == cron.ReasonAdmissionFailed {
 		m.admissionErrs.WithLabelValues(t.Job).Inc()

@@ -80,8 +80,19 @@ func TestCronRuns(t *testing.T) {
 # HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error or panic.
 # TYPE wakuwaku_cron_runs_total counter
 wakuwaku_cron_runs_total{cron_job="fails",outcome="error"} 1
+wakuwaku_cron_runs_total{cron_job="fails",outcome="panic"} 0
+wakuwaku_cron_runs_total{cron_job="fails",outcome="success"} 0
+wakuwaku_cron_runs_total{cron_job="panics",outcome="error"} 0
 wakuwaku_cron_runs_total{cron_job="panics",outcome="panic"} 1
+wakuwaku_cron_runs_total{cron_job="panics",outcome="success"} 0
+wakuwaku_cron_runs_total{cron_job="succeeds",outcome="error"} 0
+wakuwaku_cron_runs_total{cron_job="succeeds",outcome="panic"} 0
 wakuwaku_cron_runs_total{cron_job="succeeds",outcome="success"} 1
+# HELP wakuwaku_cron_admission_errors_total Ticks of a cron job skipped because its admission failed: for a leased job, Redis or its lease could not be reached.
+# TYPE wakuwaku_cron_admission_errors_total counter
+wakuwaku_cron_admission_errors_total{cron_job="fails"} 0
+wakuwaku_cron_admission_errors_total{cron_job="panics"} 0
+wakuwaku_cron_admission_errors_total{cron_job="succeeds"} 0
 # HELP wakuwaku_cron_runs_in_progress Runs of a cron job in progress on this replica.
 # TYPE wakuwaku_cron_runs_in_progress gauge
 wakuwaku_cron_runs_in_progress{cron_job="fails"} 0
@@ -121,11 +132,36 @@ wakuwaku_cron_runs_in_progress{cron_job="succeeds"} 0
 wakuwaku_cron_skipped_total{cron_job="fails",reason="lease held by another replica"} 1
 wakuwaku_cron_skipped_total{cron_job="panics",reason="lease held by another replica"} 1
 wakuwaku_cron_skipped_total{cron_job="succeeds",reason="lease held by another replica"} 1
-`), "wakuwaku_cron_skipped_total", "wakuwaku_cron_admission_errors_total"); err != nil {
+`), "wakuwaku_cron_skipped_total"); err != nil {
 		t.Errorf("after the second replica's skips:\n%v", err)
 	}
-	if got := testutil.ToFloat64(counterOf(t, reg, "wakuwaku_cron_runs_total", map[string]string{"cron_job": "succeeds"})); got != 1 {
-		t.Errorf("wakuwaku_cron_runs_total{cron_job=succeeds} = %v after the skips, want still 1", got)
+	if got := testutil.ToFloat64(counterOf(t, reg, "wakuwaku_cron_runs_total", map[string]string{"cron_job": "succeeds", "outcome": "success"})); got != 1 {
+		t.Errorf("wakuwaku_cron_runs_total{cron_job=succeeds,outcome=success} = %v after the skips, want still 1", got)
+	}
+}
+
+// TestCronRetry runs a leased job whose slot gets two attempts and whose
+// first run fails, on a real redis-server: the retry counts as a run, but
+// not as a scheduled run's lag.
+func TestCronRetry(t *testing.T) {
+	srv := redistest.Start(t)
+	m, reg := newMetrics(t)
+	ev := newEvents()
+	start(t, []cron.Job{flaky(lock.NewDb(srv.Client(t)))}, m.Observer(ev.observer()))
+	wait(t, ev.finished, 2, "the run and its retry finished")
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error or panic.
+# TYPE wakuwaku_cron_runs_total counter
+wakuwaku_cron_runs_total{cron_job="flaky",outcome="error"} 1
+wakuwaku_cron_runs_total{cron_job="flaky",outcome="panic"} 0
+wakuwaku_cron_runs_total{cron_job="flaky",outcome="success"} 1
+`), "wakuwaku_cron_runs_total"); err != nil {
+		t.Error(err)
+	}
+	for name, want := range map[string]uint64{"wakuwaku_cron_run_duration_seconds": 2, "wakuwaku_cron_schedule_lag_seconds": 1} {
+		if n := series(t, reg, name, map[string]string{"cron_job": "flaky"}).GetHistogram().GetSampleCount(); n != want {
+			t.Errorf("%s{cron_job=flaky} has %d samples, want %d", name, n, want)
+		}
 	}
 }
 
@@ -152,6 +188,11 @@ wakuwaku_cron_admission_errors_total{cron_job="succeeds"} 1
 # HELP wakuwaku_cron_skipped_total Ticks of a cron job that did not run on this replica, by reason.
 # TYPE wakuwaku_cron_skipped_total counter
 wakuwaku_cron_skipped_total{cron_job="succeeds",reason="admission failed"} 1
+# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error or panic.
+# TYPE wakuwaku_cron_runs_total counter
+wakuwaku_cron_runs_total{cron_job="succeeds",outcome="error"} 0
+wakuwaku_cron_runs_total{cron_job="succeeds",outcome="panic"} 0
+wakuwaku_cron_runs_total{cron_job="succeeds",outcome="success"} 0
 `), "wakuwaku_cron_admission_errors_total", "wakuwaku_cron_skipped_total", "wakuwaku_cron_runs_total", "wakuwaku_cron_clock_skew_seconds"); err != nil {
 		t.Error(err)
 	}
