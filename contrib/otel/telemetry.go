@@ -155,7 +155,7 @@ type Telemetry struct {
 	mu    sync.Mutex
 	spans map[runKey]trace.Span // the runs in Process
 
-	lockAttrs sync.Map // lockKey -> metric.MeasurementOption, built once per family, operation and result
+	lockAttrs sync.Map // lockKey -> *lockOpts
 	jobs      sync.Map // the names of the jobs seen, whose counters have data points
 }
 
@@ -168,6 +168,14 @@ type runKey struct {
 }
 
 type lockKey struct{ kind, ns, op, result string }
+
+// lockOpts are the measurement options of one family, operation and
+// result, made once: passed as they are, they cost a lock operation no
+// allocation.
+type lockOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
 
 // New returns the telemetry of the replica named replica, the name the
 // runs' spans carry: give the runtime the same with [cron.WithReplica].
@@ -390,13 +398,14 @@ func outcomeOf(err error) string {
 // To keep a hook of your own as well, call both from one function.
 func (t *Telemetry) ObserveLock(e lock.Event) {
 	k := lockKey{e.Kind, e.Namespace, e.Op, e.Result}
-	attrs, ok := t.lockAttrs.Load(k)
+	v, ok := t.lockAttrs.Load(k)
 	if !ok {
-		attrs, _ = t.lockAttrs.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
-			keyLockKind.String(e.Kind), keyLockNs.String(e.Namespace), keyLockOp.String(e.Op), keyLockResult.String(e.Result))))
+		set := metric.WithAttributeSet(attribute.NewSet(
+			keyLockKind.String(e.Kind), keyLockNs.String(e.Namespace), keyLockOp.String(e.Op), keyLockResult.String(e.Result)))
+		v, _ = t.lockAttrs.LoadOrStore(k, &lockOpts{add: []metric.AddOption{set}, record: []metric.RecordOption{set}})
 	}
-	opt := attrs.(metric.MeasurementOption)
+	opts := v.(*lockOpts)
 	ctx := context.Background()
-	t.lockOps.Add(ctx, 1, opt)
-	t.lockDuration.Record(ctx, e.Latency.Seconds(), opt)
+	t.lockOps.Add(ctx, 1, opts.add...)
+	t.lockDuration.Record(ctx, e.Latency.Seconds(), opts.record...)
 }
