@@ -9,6 +9,9 @@
 //	db := lock.NewDb(client, lock.WithObserver(tel.ObserveLock))
 //	rt, err := cron.Start(jobs, cron.WithReplica("web-1"), cron.WithObserver(tel.Observer()))
 //
+// Its name is that of the OpenTelemetry API's root package: import one of
+// the two under another name, as the example does.
+//
 // # Metrics
 //
 // The instruments are those of the Prometheus adapter
@@ -250,7 +253,8 @@ func New(replica string, opts ...Option) (*Telemetry, error) {
 // the runtime's clock (so a [cron.WithClock] clock is honoured): how late
 // the runtime began the run, before any admission or lease claim. It is
 // recorded for runs of the job's schedule only: a retry, a catch-up or an
-// operator's request is late by design. A negative lag is recorded as 0.
+// operator's request is late by design. A negative lag (a clock stepped
+// back between the two) is recorded as 0.
 // The last success is the time, by the replica's own clock, at which the
 // successful run finished.
 func (t *Telemetry) Observer(also ...cron.Observer) cron.Observer {

@@ -11,6 +11,9 @@
 //	db := lock.NewDb(client, lock.WithObserver(m.ObserveLock))
 //	rt, err := cron.Start(jobs, cron.WithObserver(m.Observer()))
 //
+// Its name is client_golang's package's: import one of the two under
+// another name, as the example does.
+//
 // # Metrics
 //
 //	wakuwaku_cron_runs_total{cron_job,outcome}            counter: runs that finished; outcome success, error or panic
@@ -28,7 +31,7 @@
 // target's own job label: a scraped job label would be renamed exported_job.
 // For the same reason the lock family's namespace is lock_namespace, since
 // Kubernetes service discovery commonly adds a namespace label. reason is
-// one of the cron.Reason constants, or an [cron.Admission]'s own reason,
+// one of the cron.Reason constants, or a [cron.Admission]'s own reason,
 // which must then come from a fixed set too; result is a [lock.Event]'s
 // Result. The slot and the run number are never labels: they would make a
 // series per run.
@@ -193,8 +196,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // the runtime's clock (so a [cron.WithClock] clock is honoured): how late
 // the runtime began the run, before any admission or lease claim. It is
 // recorded for runs of the job's schedule only: a retry, a catch-up or an
-// operator's request is late by design. Clocks never make it negative: a
-// negative lag is recorded as 0. The last success is the time, by the
+// operator's request is late by design. A negative lag (a clock stepped
+// back between the two) is recorded as 0. The last success is the time, by the
 // replica's own clock, at which the successful run finished, so that it
 // compares with PromQL's time().
 func (m *Metrics) Observer(also ...cron.Observer) cron.Observer {
