@@ -98,6 +98,14 @@ func start(t *testing.T, jobs []cron.Job, o cron.Observer) *cron.Runtime {
 	return rt
 }
 
+// quiet drops go-redis's own log lines: the dead client's failed dials
+// are the point of the tests that use it, not news.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quiet{}) }
+
 // deadClient returns a client of an address where nothing listens, which
 // fails every command at once.
 func deadClient(t *testing.T) *redis.Client {
