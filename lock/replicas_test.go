@@ -94,3 +94,25 @@ func TestWithReplicas(t *testing.T) {
 		}
 	})
 }
+
+// TestWithReplicasOnCluster checks that the WAIT goes to the master of the
+// lock's slot: the rig's masters have no replica, so every acquire fails and
+// is released there.
+func TestWithReplicasOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	raw := cl.Client(t)
+	ctx := t.Context()
+	db := lock.NewDb(cl.Client(t), lock.WithReplicas(1, 10*time.Millisecond))
+	for i := range uint64(5) {
+		tok, err := invoices.TryLock(ctx, db, i)
+		if tok != nil || !errors.Is(err, lock.ErrNotReplicated) {
+			t.Errorf("TryLock(%d) on a cluster without replicas = %v, %v, want ErrNotReplicated", i, tok, err)
+		}
+		if n := raw.Exists(ctx, invoices.Key(i)).Val(); n != 0 {
+			t.Errorf("key of %d left on its master after ErrNotReplicated", i)
+		}
+	}
+	if tok, err := invoices.TryLock(ctx, lock.NewDb(cl.Client(t), lock.WithReplicas(0, time.Second)), 1); tok == nil || err != nil {
+		t.Errorf("TryLock with WithReplicas(0) = %v, %v, want a token: 0 replicas means no waiting", tok, err)
+	}
+}
