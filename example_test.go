@@ -116,7 +116,8 @@ func ExampleCronJob_leased() {
 		done <- "skipped: " + reason
 	}})
 
-	var replicas []*wakuwaku.Crons
+	// A deploy: the old replica runs the job and stops, the new one
+	// finds the interval's run done.
 	for range 2 {
 		db := lock.NewDb(redis.NewClient(&redis.Options{Addr: m.Addr()}))
 		b := wakuwaku.NewServiceBuilder(db).WithCronOptions(skipped)
@@ -125,11 +126,8 @@ func ExampleCronJob_leased() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		replicas = append(replicas, crons)
 		fmt.Println(<-done)
-	}
-	for _, c := range replicas {
-		c.Shutdown(context.Background())
+		crons.Shutdown(context.Background())
 	}
 	// Output:
 	// cleaned up

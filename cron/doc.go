@@ -33,15 +33,16 @@
 // # Admission
 //
 // [WithAdmission] puts a check in front of every run of one job, the
-// startup run included: a lease that makes a job run once per interval
-// across replicas is taken there. A run the check refuses, or that the check
-// fails for, is skipped and reported, and counts for the schedule as a run
-// that took no time.
+// startup run included, before a [Leased] job's claim. A run the check
+// refuses, or that the check fails for, is skipped and reported, and counts
+// for the schedule as a run that took no time.
 //
 // # Cost
 //
 // The runtime has one scheduler goroutine and one timer, whatever the number
 // of jobs: due times wait in a min-heap, and a goroutine exists for a job
 // only while one of its runs is in progress. An idle job costs a small
-// record on the heap.
+// record on the heap. A [Leased] job also has a record in Redis, and the
+// runtime keeps one Pub/Sub subscription per Redis client of its leased
+// jobs, on which run-now requests come ([Admin.RunNow]).
 package cron

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,68 @@ type Tick struct {
 	// unless the job has none), then 2, 3, ... A tick that was skipped
 	// uses its number too, so the runs that happened may leave gaps.
 	Run uint64
+	// Attempt numbers the runs of the slot: 1 for the first, 2 for the
+	// first retry of a [Leased] job whose LeaseConfig.Attempts allows one.
+	Attempt int
+	// Trigger says why the run happens: its schedule, unless a leased job
+	// retries a slot, catches one up or runs on request.
+	Trigger Trigger
+}
+
+// Trigger is why a run happens. The zero Trigger is TriggerSchedule.
+type Trigger uint8
+
+// The triggers of a run.
+const (
+	// TriggerSchedule is a tick of the job's schedule, the startup run
+	// included.
+	TriggerSchedule Trigger = iota
+	// TriggerRetry is a further attempt at a [Leased] job's slot whose
+	// earlier attempt failed (see [LeaseConfig.Attempts]).
+	TriggerRetry
+	// TriggerCatchUp is a run, at start, of a slot that every replica
+	// missed (see [LeaseConfig.CatchUp]).
+	TriggerCatchUp
+	// TriggerRequest is a run that an operator asked for (see
+	// [Admin.RunNow]).
+	TriggerRequest
+)
+
+var triggerNames = [...]string{"schedule", "retry", "catch-up", "request"}
+
+// String returns the trigger's name: "schedule", "retry", "catch-up" or
+// "request".
+func (t Trigger) String() string {
+	if int(t) < len(triggerNames) {
+		return triggerNames[t]
+	}
+	return "Trigger(" + strconv.Itoa(int(t)) + ")"
+}
+
+// MarshalText returns the trigger's name, so that it marshals to JSON as a
+// string.
+func (t Trigger) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads a trigger's name, so that a [JobStatus] read back
+// from JSON has its triggers. An unknown name is an error.
+func (t *Trigger) UnmarshalText(b []byte) error {
+	for i, n := range triggerNames {
+		if n == string(b) {
+			*t = Trigger(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("cron: no trigger %q", b)
+}
+
+// parseTrigger reads a trigger's name as the job record stores it.
+func parseTrigger(s string) Trigger {
+	for i, n := range triggerNames {
+		if n == s {
+			return Trigger(i)
+		}
+	}
+	return TriggerSchedule
 }
 
 // JobName returns the name the runtime knows a job by: the result of the

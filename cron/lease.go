@@ -1,90 +1,164 @@
 package cron
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
-	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
 // Leased is implemented by a job that runs once per slot across all the
-// replicas that run it, rather than once per slot in each.
+// replicas that run it, rather than once per slot in each, and one run at a
+// time across all of them.
 //
-// Before each run, the startup run included, the runtime takes a lease on
-// the run's slot (see [interval.Slot]): a [lock.Lock] in namespace
-// [LeaseNamespace], never released. Its name, <name> below, is
-// [LeaseConfig.Name], or else what the job's Name() string method returns;
-// [Start] refuses a leased job with neither, since the name a job without a
-// Name method is known by, its Go type, changes when the type is renamed or
-// moved, and replicas running the two versions would take two leases. The first replica to tick takes it and
-// runs; the others find it held and skip the tick, which is logged and
-// reported to [Observer.RunSkipped] with [ReasonLeaseHeld].
+// # The record
+//
+// The runtime keeps a record of the job in Redis, a hash, under the name
+// of its lease, <name> below: [LeaseConfig.Name], or else what the job's
+// Name() string method returns. [Start] refuses a leased job with neither,
+// since the name a job without a Name method is known by, its Go type,
+// changes when the type is renamed or moved, and replicas running the two
+// versions would keep two records; and a name holding '{' or '}', which
+// would break the record's hash tag.
+//
+//	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:<name>}
+//
+// Its hash tag is the key of the seed's lease for the job, so that on a
+// Redis Cluster the record and that lease share a hash slot. The record
+// holds the run in progress, the slot it claimed, the last run, the last
+// failure, a pause and a run-now request; the README lists its fields.
+// Every replica's tick refreshes its TTL, a few intervals, so that it
+// expires once no replica runs the job. [Admin] reads and steers it.
+//
+// # A run
+//
+// Before each run, the startup run included, the replica claims it in
+// the record: one script, which decides from the record and the server's
+// clock whether this replica runs now. The run that goes ahead holds the
+// job under a run lease ([LeaseConfig.RunTTL]), which the runtime extends
+// every third of its TTL with [lock.WhileHeld] however long the run takes;
+// if an extension finds the lease lost, or the lease's deadline passes
+// without one (Redis stopped answering), the run's context is cancelled
+// with cause [lock.ErrLeaseLost]. When the run returns, a second script
+// records its outcome. So a run costs two round trips, plus one per third
+// of the run lease while it runs.
+//
+// A tick that finds a run in progress, on this replica or another, is
+// skipped with [ReasonRunning]; one that finds its slot run already, with
+// [ReasonLeaseHeld]; one that comes while the job is paused, with
+// [ReasonPaused]. Each is logged at Debug and reported to
+// [Observer.RunSkipped]: the replica that runs logs the run.
+//
+// # Slots
+//
+// An [interval.Cron] job's slots are the same on every replica (see
+// [interval.Slot.Key]): the record names the latest slot claimed, so
+// replicas whose ticks are offset, or a replica restarted within a slot,
+// never run one slot twice, and a replica whose clock is behind never
+// runs a slot older than one that ran.
 //
 // The slots of an [interval.AtLeast], [interval.AfterFinish] or
-// [interval.AfterStart] job are each replica's own, so the lease is the
-// job's, the seed's pattern; it lasts 11/12 of the interval unless
-// [LeaseConfig.TTL] says otherwise, and runs out before the interval ends, so the
-// next interval's first tick, whichever replica it comes from, takes it
-// again:
+// [interval.AfterStart] job are each replica's own, so the job's slot is
+// the seed's: the tick that takes the seed's lease opens it, and it lasts
+// as long as that lease, 11/12 of the interval unless [LeaseConfig.TTL]
+// says otherwise. The lease is never released and runs out before the
+// interval ends, so the next interval's first tick, whichever replica it
+// comes from, opens the next slot. Its key is the seed's, holding a random
+// 16-byte token, so a service that takes it by hand, as the seed's
+// HourlyReport does, shares it:
 //
 //	@@wakuwaku-entity:Lock:cron:<name>
-//
-// An [interval.Cron] job's slots are the same on every replica, so its key
-// names the slot ([interval.Slot.Key]), and replicas whose ticks are offset,
-// or a replica restarted within a slot, can never run one slot twice:
-//
-//	@@wakuwaku-entity:Lock:cron:<name>@2026-12-02T14:00:00Z
-//	@@wakuwaku-entity:Lock:cron:<name>@2026-11-01T01:30:00[America/New_York]
 //
 // A lease ends where its slot says ([interval.Slot.LeaseEnd]), however late
 // it is taken, so a slow Redis never makes a lease last into the replica's
 // own next slot. A tick handled after its slot's lease would have ended is
-// skipped with [ReasonTooLate]: the other replicas' leases for that slot
-// would have ended too, so running it could run it twice. And when a
-// replica finds the lease of a duration policy held by its own previous
-// run (Redis answered its last acquire so late that the lease outlived the
-// interval), it renews that lease and runs: no other replica can have run
-// meanwhile.
+// skipped with [ReasonTooLate]. And when a replica finds the lease held by
+// its own previous slot (Redis answered its last claim so late that the
+// lease outlived the interval), it takes the lease again and runs: no other
+// replica can have run meanwhile.
 //
-// If the lease can't be taken because Redis failed, the run is skipped with
+// # Failures
+//
+// By default a slot is run at most once, as in the seed: a run that fails,
+// panics, loses its run lease or dies with its replica is not repeated (a
+// replica killed mid-run holds the job until its run lease runs out, and
+// its run is then recorded as lost). With [LeaseConfig.Attempts] of 2 or
+// more, such a run leaves its slot open, and a further attempt runs inside
+// the slot after a back-off ([LeaseConfig.Backoff]), on the replica whose
+// run failed or on any other that ticks or that waited for the run to end,
+// until one succeeds or the attempts are spent, when the slot is recorded
+// as failed. Its [Tick] has [TriggerRetry] and its Attempt number. Either
+// way, never two runs of the job at once.
+//
+// With [LeaseConfig.CatchUp], a job whose interval has no startup run
+// catches up at start: if the latest slot that began within CatchUp never
+// ran (every replica was down), one replica runs it, with
+// [TriggerCatchUp].
+//
+// If the claim fails because Redis failed, the run is skipped with
 // [ReasonAdmissionFailed] and the error is logged: a run is never risked
-// without its lease. The lease is not extended while the job runs, so keep
-// runs shorter than the lease, or extend it yourself (see [lock.WhileHeld]).
-// If Redis loses the key (a failover without persistence, an eviction), two
-// replicas may both run in one interval: keep the job idempotent.
+// without its claim. If Redis loses the record (a failover without
+// persistence, an eviction), the run in progress loses its run lease and is
+// cancelled, and a replica that ticks again within the slot runs it again:
+// keep the job idempotent.
 type Leased interface {
 	Job
-	// Lease says where and for how long the lease is taken. The runtime
-	// calls it once, in [Start].
+	// Lease says where the job's record and lease are kept, under which
+	// name, and how its runs are claimed. The runtime calls it once, in
+	// [Start].
 	Lease() LeaseConfig
 }
 
-// LeaseConfig configures the lease of a [Leased] job: where it is taken,
-// under which name and for how long. It is the value the job's Lease method
-// returns, read once by [Start].
+// LeaseConfig configures a [Leased] job's record and lease: where they are
+// kept, under which name, how long a slot can be claimed, and what becomes
+// of a run that fails. It is the value the job's Lease method returns, read
+// once by [Start].
 type LeaseConfig struct {
-	// Db is where the lease is taken; it must be able to take locks in
-	// [LeaseNamespace]. Required.
+	// Db is where the record and the lease are kept; it must be able to
+	// take locks in [LeaseNamespace]. Required.
 	Db lock.Db
 	// Name is the lease's name in [LeaseNamespace]; the default is what
 	// the job's Name() string method returns. A job without a Name method
 	// must set it. Replicas of one job must agree on it.
 	Name string
-	// TTL is how long a lease lasts from the start of its slot. The
-	// default is 11/12 of the interval for a duration policy (55 minutes
-	// of an hour), and twice the slot's length for a Cron job. For a
-	// duration policy it must be shorter than the interval, or a replica
-	// could find its own lease of the previous interval still held and the
-	// interval would be skipped; Start refuses a longer one. A Cron job's
-	// every slot has a key of its own, so its lease may outlast the slot;
-	// it must outlast the spread of the replicas' ticks for one slot (clock
-	// offsets, late wake-ups), or their ticks are skipped with
-	// [ReasonTooLate].
+	// TTL is how long a slot can be claimed, from its start. For a
+	// duration policy it is the seed's lease, 11/12 of the interval by
+	// default (55 minutes of an hour); it must be shorter than the
+	// interval, or a replica could find its own lease of the previous
+	// interval still held and the interval would be skipped: Start refuses
+	// a longer one. For a Cron job it is twice the slot's length by
+	// default, and may be longer than the slot; it must outlast the spread
+	// of the replicas' ticks for one slot (clock offsets, late wake-ups),
+	// or their ticks are skipped with [ReasonTooLate].
 	TTL time.Duration
+
+	// Attempts is how many runs a slot gets until one succeeds. 0 or 1,
+	// the default, is the seed's at most once: a run that fails, panics,
+	// loses its run lease or dies with its replica is not repeated. With
+	// 2 or more, such a run leaves its slot open, and the next tick of any
+	// replica inside the slot runs it again, after a back-off, until a run
+	// succeeds or the attempts are spent; then the slot is recorded as
+	// failed.
+	Attempts int
+	// Backoff is how long an open slot waits after its first failed
+	// attempt; it doubles after each further one, up to 64 times itself.
+	// The default is a second. A run whose replica died waits for its run
+	// lease to run out instead.
+	Backoff time.Duration
+	// CatchUp, if positive, makes a job that has no startup run catch up
+	// at the runtime's start: if the latest slot that began at most
+	// CatchUp ago never ran (every replica was down), it runs once, on
+	// whichever replica claims it first. A duration policy's slot is
+	// missed when no run started within the last interval.
+	CatchUp time.Duration
+	// RunTTL is the run lease: how long a run holds the job against every
+	// other replica without a heartbeat. The runtime extends it every
+	// third of RunTTL while the run goes on, however long it takes, and
+	// cancels the run's context with cause [lock.ErrLeaseLost] if it
+	// can't. A replica that dies mid-run holds the job until RunTTL has
+	// passed. The default is half the interval (of its first slot, for a
+	// Cron spec), at most 30 seconds.
+	RunTTL time.Duration
 }
 
 // LeaseNamespace is the lock namespace of the leases of [Leased] jobs.
@@ -98,6 +172,15 @@ const (
 	// ReasonTooLate is why a tick was skipped when it was handled after
 	// its slot's lease would have ended (see [interval.Slot.LeaseEnd]).
 	ReasonTooLate = "too late for its slot's lease"
+	// ReasonRunning is why a tick was skipped while a run of the job was
+	// in progress, on this replica or another, under its run lease.
+	ReasonRunning = "run in progress"
+	// ReasonPaused is why a tick was skipped while the job was paused (see
+	// [Admin.Pause]).
+	ReasonPaused = "paused"
+	// ReasonRetryWait is why a tick was skipped when its slot's last
+	// attempt failed and the back-off before the next had not passed.
+	ReasonRetryWait = "waiting to retry"
 )
 
 // leaseOf calls the job's Lease method, turning a panic into an error that
@@ -121,92 +204,5 @@ func leaseName(name string, j Leased, l LeaseConfig) (string, error) {
 	return name, nil
 }
 
-// leaseAdmission returns the admission that takes a Leased job's lease
-// before each run, or an error naming the job if the lease can't work. now
-// is the runtime's clock, which its ticks' slots are read on.
-func leaseAdmission(name string, every interval.Interval, l LeaseConfig, now func() time.Time) (Admission, error) {
-	if err := every.CheckLease(l.TTL); err != nil {
-		return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, name, err)
-	}
-	// Ask the Db the way a run will, with a context that is already done,
-	// so nothing is sent: a Db without a client or without permission for
-	// the namespace fails now, not at every run.
-	probe := lock.New[string](LeaseNamespace, time.Second)
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := probe.TryLock(done, l.Db, l.Name); !errors.Is(err, context.Canceled) {
-		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, name, err)
-	}
-	return (&leaser{LeaseConfig: l, now: now}).admit, nil
-}
-
-// leaser takes the leases of one job.
-type leaser struct {
-	LeaseConfig
-	now func() time.Time
-	// own is this replica's latest lease of a duration policy's slot.
-	own atomic.Pointer[lock.Token]
-}
-
-func (l *leaser) admit(ctx context.Context, t Tick) (bool, string, error) {
-	name, shared := slotLease(l.Name, t)
-	ttl := t.Slot.LeaseEnd(l.TTL).Sub(l.now())
-	if ttl < time.Millisecond {
-		return false, ReasonTooLate, nil
-	}
-	slotLock := lock.New[string](LeaseNamespace, ttl)
-	tok, err := slotLock.TryLock(ctx, l.Db, name)
-	switch {
-	case err != nil:
-		return false, "", fmt.Errorf("cron: taking the lease %q: %w", slotLock.Key(name), err)
-	case tok != nil:
-		if !shared {
-			l.own.Store(tok)
-		}
-		return true, "", nil // never released: the lease runs out by itself
-	case shared:
-		return false, ReasonLeaseHeld, nil
-	}
-	// The job's own key is held. If by this replica's previous lease, no
-	// one else has run since it was taken: renew it and run.
-	prev := l.own.Load()
-	if prev == nil {
-		return false, ReasonLeaseHeld, nil
-	}
-	renewed, err := prev.Extend(ctx)
-	switch {
-	case err != nil:
-		return false, "", fmt.Errorf("cron: renewing the lease %q: %w", slotLock.Key(name), err)
-	case !renewed:
-		return false, ReasonLeaseHeld, nil
-	}
-	return true, "", nil
-}
-
-// slotLease returns the name of the lock that the run of t takes for the
-// lease named name: name itself, or name@key for a slot with a key (see
-// [interval.Slot.Key]), and whether the slot has one.
-func slotLease(name string, t Tick) (string, bool) {
-	key, shared := t.Slot.Key()
-	if shared {
-		name += "@" + key
-	}
-	return name, shared
-}
-
 // leaseKeys names the Redis keys of leases, for log records.
 var leaseKeys = lock.New[string](LeaseNamespace, time.Second)
-
-// chain returns an admission that asks first, then second.
-func chain(first, second Admission) Admission {
-	if first == nil {
-		return second
-	}
-	return func(ctx context.Context, t Tick) (bool, string, error) {
-		ok, reason, err := first(ctx, t)
-		if err != nil || !ok {
-			return ok, reason, err
-		}
-		return second(ctx, t)
-	}
-}

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,19 +72,26 @@ func defaultOptions() options {
 //   - Warn: a tick skipped because the job's previous run was still going
 //     ([ReasonStillRunning], [ReasonTooManyRuns]) or that came too late for
 //     its slot's lease ([ReasonTooLate]); a late wake-up; a job with no
-//     further slots; a Shutdown that gave up waiting ("runs" left).
-//   - Debug: a tick its admission refused, such as [ReasonLeaseHeld] (the
-//     replica that holds the lease logs the run); the ticks an outage
-//     skips after its first.
+//     further slots; a Shutdown that gave up waiting ("runs" left); a
+//     leased job's run that ended after its run lease was lost; a clock
+//     that disagrees with Redis's by more than a second, or a twelfth of
+//     the shortest leased interval ("skew", "limit"), checked at start and
+//     every [SkewCheckEvery].
+//   - Debug: a tick its admission or a leased job's record refused, such
+//     as [ReasonLeaseHeld], [ReasonRunning] or [ReasonPaused] (the replica
+//     that runs logs the run); the ticks an outage skips after its first.
 //
-// An admission that fails (a lease that Redis can't give) is an outage of
-// the job: logged once when it begins and once when the admission answers
+// An admission that fails (a leased job's claim that Redis can't answer,
+// or its run's end that Redis can't record) is an outage of the job: logged
+// once, at Error, when it begins, and once when the admission answers
 // again, with "skipped", the number of ticks it skipped, and "down", how
 // long it lasted.
 //
 // Every record has the attribute "replica" (see [WithReplica]); a job's
-// records have "job" and "run", and a run's also "scheduled" and "slot",
-// and "lease", the Redis key of its lease, for a [Leased] job.
+// records have "job" and "run", and a run's also "scheduled" and "slot".
+// A [Leased] job's runs also have "record", the Redis key of its record,
+// and for a duration policy "lease", the key of the seed's lease; a retry,
+// catch-up or requested run has "trigger" and "attempt".
 //
 // Without WithLogger the runtime is silent.
 func WithLogger(l *slog.Logger) Option {
@@ -97,9 +105,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithReplica names the replica in the runtime's log records, as their
-// attribute "replica", so that a deployment's logs say which replica ran
-// each run. The default is the host's name and the process id,
-// "web-7f9c4/1", which on Kubernetes names the pod. name must not be empty.
+// attribute "replica", and in the records of [Leased] jobs, so that a
+// deployment's logs and [Admin.Status] say which replica ran each run. The
+// default is the host's name, the process id and four random characters,
+// "web-7f9c4/1/k3xq": the host names the pod on Kubernetes, and the random
+// part tells apart two runtimes of one process, or processes of one id in
+// two containers. name must not be empty.
 func WithReplica(name string) Option {
 	return func(o *options) error {
 		if name == "" {
@@ -116,7 +127,18 @@ func defaultReplica() string {
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return host + "/" + strconv.Itoa(os.Getpid())
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + randomName(4)
+}
+
+// randomName returns n random lower-case letters and digits.
+func randomName(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 // Observer is told about every run, for metrics. Each field may be nil.
@@ -135,7 +157,16 @@ type Observer struct {
 	// the Reason constants or an Admission's own reason. err is the
 	// Admission's error for ReasonAdmissionFailed, nil otherwise.
 	RunSkipped func(t Tick, reason string, err error)
+	// ClockSkew is called, for a runtime with [Leased] jobs, at its start
+	// and then every [SkewCheckEvery], with how far the runtime's clock is
+	// ahead of the Redis server's (negative: behind), as measured from the
+	// server's TIME halfway through the round trip.
+	ClockSkew func(skew time.Duration)
 }
+
+// SkewCheckEvery is how often a runtime with [Leased] jobs compares its
+// clock with Redis's (see [Observer.ClockSkew]).
+const SkewCheckEvery = 10 * time.Minute
 
 // WithObserver makes the runtime report runs to o. A later WithObserver
 // replaces an earlier one.

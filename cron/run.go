@@ -2,9 +2,13 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
 // runArgs is what a run's goroutine gets: on the heap, so that the run's
@@ -13,13 +17,20 @@ type runArgs struct {
 	e        *entry
 	tick     Tick
 	atFinish bool
+	next     time.Time // the next tick, if known as the run starts
+	mode     claimMode // what a leased job's claim asks for
+	extra    bool      // not a tick of the schedule: a retry, catch-up or request
 }
 
-// run does one run of a.e in its own goroutine: the admission check, then
-// Process, then the report. Whatever happens, even a runtime.Goexit in the
-// job, finished is called, so the job keeps its schedule and Shutdown its
-// count. A panic in Process is recovered here and reported as a
-// *PanicError.
+// errGoexit is how a leased job's record reports a run that called
+// runtime.Goexit.
+var errGoexit = errors.New("cron: the job called runtime.Goexit")
+
+// run does one run of a.e in its own goroutine: the admission check (and a
+// leased job's claim), then Process, then the report (and the claim's
+// completion). Whatever happens, even a runtime.Goexit in the job, finished
+// is called, so the job keeps its schedule and Shutdown its count. A panic
+// in Process is recovered here and reported as a *PanicError.
 //
 // The run's goroutine is kept within its initial stack, or it would be
 // copied to a larger one at every run: the Tick, 136 bytes, stays on the
@@ -29,35 +40,34 @@ type runArgs struct {
 func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	e, t := a.e, &a.tick
 	var begin, end time.Time
+	var held *runLease
 	inProcess := false
 	defer func() {
 		switch {
 		case inProcess:
 			// Process panicked, or called runtime.Goexit.
 			end = r.now()
+			err := errGoexit
 			if v := recover(); v != nil {
-				r.report(ctx, e, t, &PanicError{Value: v, Stack: debug.Stack()}, end.Sub(begin))
+				err = &PanicError{Value: v, Stack: debug.Stack()}
+				r.report(ctx, e, t, err, end.Sub(begin))
+			}
+			if held != nil {
+				r.complete(ctx, a, held, err, end)
 			}
 		case begin.IsZero():
 			end = t.Started // a skipped run took no time
 		}
-		r.finished(e, t.Started, end, a.atFinish)
+		if a.extra {
+			r.finishedExtra()
+		} else {
+			r.finished(e, t.Started, end, a.atFinish)
+		}
 	}()
 
 	if e.admit != nil {
-		admitted, reason, err := admit(ctx, e.admit.check, t)
-		if err != nil {
-			r.admissionFailed(ctx, e, t, err)
-			return
-		}
-		if e.admit.failures.Load() > 0 {
-			r.admissionRecovered(ctx, e, t)
-		}
-		if !admitted {
-			if reason == "" {
-				reason = ReasonNotAdmitted
-			}
-			r.skipped(ctx, t, reason)
+		var ok bool
+		if held, ok = r.admitRun(ctx, a); !ok {
 			return
 		}
 	}
@@ -70,10 +80,114 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	}
 	begin = r.now()
 	inProcess = true
-	err := e.job.Process(ctx, *t)
+	var err error
+	if held != nil {
+		err = processHeld(ctx, e.job, t, held)
+	} else {
+		err = e.job.Process(ctx, *t)
+	}
 	inProcess = false
 	end = r.now()
 	r.report(ctx, e, t, err, end.Sub(begin))
+	if held != nil {
+		r.complete(ctx, a, held, err, end)
+	}
+}
+
+// admitRun asks a run's admission, and a leased job's claim, whether it
+// goes ahead, and reports and logs it if not. It returns the run lease of
+// a leased job's run.
+func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
+	e, t := a.e, &a.tick
+	if e.admit.check != nil {
+		admitted, reason, err := admit(ctx, e.admit.check, t)
+		if err != nil {
+			r.admissionFailed(ctx, e, t, err)
+			return nil, false
+		}
+		if !admitted {
+			if e.admit.failures.Load() > 0 {
+				r.admissionRecovered(ctx, e, t)
+			}
+			if reason == "" {
+				reason = ReasonNotAdmitted
+			}
+			r.skipped(ctx, t, reason)
+			return nil, false
+		}
+	}
+	s := e.admit.state
+	if s == nil {
+		if e.admit.failures.Load() > 0 {
+			r.admissionRecovered(ctx, e, t)
+		}
+		return nil, true
+	}
+	c, err := s.claim(ctx, a.mode, t, a.next)
+	if err != nil {
+		r.admissionFailed(ctx, e, t, err)
+		return nil, false
+	}
+	if e.admit.failures.Load() > 0 {
+		r.admissionRecovered(ctx, e, t)
+	}
+	if c.run == nil {
+		if !c.quiet && c.reason != "" {
+			r.skipped(ctx, t, c.reason)
+		}
+		r.followUp(ctx, e, t, c)
+		return nil, false
+	}
+	t.Attempt, t.Trigger = c.attempt, c.trigger
+	return c.run, true
+}
+
+// processHeld runs a leased job's Process under its run lease, which
+// lock.WhileHeld extends while it runs.
+func processHeld(ctx context.Context, j Job, t *Tick, held *runLease) error {
+	_, err := lock.WhileHeld(ctx, held, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, j.Process(ctx, *t)
+	})
+	return err
+}
+
+// complete records the end of a leased job's run in its record, and
+// schedules what the record asks for next: another attempt at the slot
+// after its back-off, or a run that an operator requested meanwhile.
+func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err error, end time.Time) {
+	e, t, s := a.e, &a.tick, a.e.admit.state
+	next := a.next
+	if a.atFinish {
+		next, _ = e.every.Next(t.Started, end)
+	}
+	// Shutdown may have cancelled the run's context: the record is still
+	// written, within the run lease.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
+	defer cancel()
+	c, cerr := s.complete(cctx, held, t.Attempt, err, next)
+	switch {
+	case cerr != nil:
+		// Part of an outage, which is logged once as it begins (see
+		// admissionFailed).
+		e.admit.failedSince.CompareAndSwap(0, t.Started.UnixNano())
+		level := slog.LevelDebug
+		if e.admit.failures.Add(1) == 1 {
+			level = slog.LevelError
+		}
+		r.log.LogAttrs(ctx, level, "cron job's run could not be recorded; its run lease runs out by itself",
+			slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+		return
+	case !c.held:
+		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run ended after its run lease was lost",
+			slog.String("job", t.Job), slog.Uint64("run", t.Run))
+		return
+	}
+	if c.open {
+		r.scheduleRetry(ctx, e, t.Slot, c.backoff)
+	}
+	if c.wanted {
+		r.extra(ctx, e, modeRequest, interval.Slot{})
+	}
 }
 
 // runStarted tells the observer that a run starts.
@@ -116,13 +230,18 @@ func (r *Runtime) report(ctx context.Context, e *entry, t *Tick, err error, took
 
 // runAttrs returns the attributes that a run's records begin with.
 func runAttrs(e *entry, t *Tick, more int) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 5+more)
+	attrs := make([]slog.Attr, 0, 8+more)
 	attrs = append(attrs,
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.String("slot", t.Slot.String()))
-	if e.admit != nil && e.admit.lease != "" {
-		name, _ := slotLease(e.admit.lease, *t)
-		attrs = append(attrs, slog.String("lease", leaseKeys.Key(name)))
+	if e.admit != nil && e.admit.state != nil {
+		attrs = append(attrs, slog.String("record", e.admit.state.keys[0]))
+		if len(e.admit.state.keys) > 1 {
+			attrs = append(attrs, slog.String("lease", e.admit.state.keys[1]))
+		}
+		if t.Trigger != TriggerSchedule || t.Attempt > 1 {
+			attrs = append(attrs, slog.String("trigger", t.Trigger.String()), slog.Int("attempt", t.Attempt))
+		}
 	}
 	return attrs
 }

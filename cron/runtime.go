@@ -1,10 +1,10 @@
 package cron
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -51,6 +51,14 @@ type Runtime struct {
 	idle     chan struct{} // closed (once) when stopped and inflight is 0
 	idleOnce sync.Once
 	stopLog  sync.Once // the record that the runtime stopped
+
+	// The leased jobs, and the Pub/Sub subscriptions on which their
+	// run-now requests come (guarded by mu), whose listeners Shutdown
+	// stops and waits for.
+	leased     []*entry
+	subs       []io.Closer
+	listeners  sync.WaitGroup
+	endListens context.CancelFunc // ends the listeners' dials and calls
 }
 
 // entry is a job and its scheduling state. It is what an idle job costs, so
@@ -74,8 +82,9 @@ type entry struct {
 // it. Only jobs with one have it, so that an idle job without one costs
 // no more than its entry.
 type admission struct {
-	check Admission
-	lease string // the name of a Leased job's lease, for its log records
+	check Admission // the caller's own, if any
+	state *jobState // a Leased job's record
+	lease string    // the name of a Leased job's lease, for its log records
 
 	// The admission failures in a row, and when the first of them began
 	// (Unix nanoseconds), so that an outage is logged once when it begins
@@ -102,6 +111,7 @@ type decision struct {
 	late     time.Duration // how late the tick was, if it was late
 	atFinish bool          // the next tick is queued when the run finishes
 	noMore   bool          // the policy has no further tick: the job is done
+	next     time.Time     // the next tick, if known now
 }
 
 // Start checks the jobs and the options, starts every job's startup run and
@@ -154,31 +164,36 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		}
 		entries[i].admit = &admission{check: admit}
 	}
+	if o.replica == "" {
+		o.replica = defaultReplica()
+	}
+	var leased []*entry
 	for i := range entries {
 		e := &entries[i]
-		if leased, ok := e.job.(Leased); ok {
-			// The lease comes after a caller's own admission, so that a
-			// run the caller refuses doesn't take the interval's lease.
-			lease, err := leaseOf(e.name, leased)
+		if l, ok := e.job.(Leased); ok {
+			// The claim comes after a caller's own admission, so that a
+			// run the caller refuses doesn't take the slot.
+			lease, err := leaseOf(e.name, l)
 			if err != nil {
 				return nil, err
 			}
-			if lease.Name, err = leaseName(e.name, leased, lease); err != nil {
+			if lease.Name, err = leaseName(e.name, l, lease); err != nil {
 				return nil, err
 			}
-			admit, err := leaseAdmission(e.name, *e.every, lease, o.now)
+			if err := e.every.CheckLease(lease.TTL); err != nil {
+				return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, e.name, err)
+			}
+			state, err := newJobState(*e.every, lease, o.replica, o.now)
 			if err != nil {
 				return nil, err
 			}
 			if e.admit == nil {
 				e.admit = new(admission)
 			}
-			e.admit.check = chain(e.admit.check, admit)
-			e.admit.lease = cmp.Or(lease.Name, e.name)
+			e.admit.state = state
+			e.admit.lease = lease.Name
+			leased = append(leased, e)
 		}
-	}
-	if o.replica == "" {
-		o.replica = defaultReplica()
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -194,6 +209,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		idle:       make(chan struct{}),
 		queue:      make(queue, 0, len(entries)),
 		batch:      make([]decision, 0, dispatchChunk),
+		leased:     leased,
 	}
 	now := r.now()
 	for i := range entries {
@@ -208,6 +224,9 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	}
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
+	if len(leased) > 0 {
+		r.startRecords(ctx, now)
+	}
 	return r, nil
 }
 
@@ -286,7 +305,7 @@ func (r *Runtime) startBatch(ctx context.Context) {
 		if d.skip != "" {
 			r.skipped(ctx, &d.tick, d.skip)
 		} else {
-			go r.run(ctx, &runArgs{e: d.e, tick: d.tick, atFinish: d.atFinish})
+			go r.run(ctx, &runArgs{e: d.e, tick: d.tick, atFinish: d.atFinish, next: d.next})
 		}
 		if d.noMore {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
@@ -303,8 +322,11 @@ func (r *Runtime) tick(e *entry, now time.Time) decision {
 	e.ticks++
 	p := e.every.Plan(e.due, now)
 	d := decision{e: e, atFinish: p.AtFinish, tick: Tick{
-		Scheduled: p.Scheduled, Slot: p.Slot, Started: now, Job: e.name, Run: e.ticks,
+		Scheduled: p.Scheduled, Slot: p.Slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1,
 	}}
+	if p.HasNext {
+		d.next = p.Next
+	}
 	if p.Late {
 		d.late = now.Sub(e.due)
 	}

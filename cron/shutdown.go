@@ -35,6 +35,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 			r.idleOnce.Do(func() { close(r.idle) })
 		}
 		close(r.stop)
+		r.stopRecords()
 	}
 	r.mu.Unlock()
 	if first {
@@ -44,6 +45,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	// The scheduler only starts goroutines and reports skipped ticks, so
 	// it returns at once: wait for it whatever ctx says.
 	<-r.loopDone
+	r.listeners.Wait()
 	select {
 	case <-r.idle:
 	case <-ctx.Done():

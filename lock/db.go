@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 )
 
@@ -216,4 +217,22 @@ type ReadOnlyDb struct {
 func NewReadOnlyDb(c Client) ReadOnlyDb {
 	c, _ = clientOrNil(c)
 	return ReadOnlyDb{c: c}
+}
+
+func init() {
+	redisscript.ClientOf = func(db any, namespace string) (redisscript.Client, error) {
+		switch d := db.(type) {
+		case Db:
+			if err := d.check(context.Background(), entity{kind: kindLock, ns: namespace}); err != nil {
+				return nil, err
+			}
+			return unwrap(d.c), nil
+		case ReadOnlyDb:
+			if d.c == nil {
+				return nil, ErrNoClient
+			}
+			return unwrap(d.c), nil
+		}
+		return nil, fmt.Errorf("lock: %T is not a Db", db)
+	}
 }

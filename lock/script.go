@@ -4,9 +4,10 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 )
 
 // script is a Lua script sent by its SHA1, and in full only when the server
@@ -59,12 +60,8 @@ func (s script) argv(verb string, body any, key1, key2, value *string, ms any) [
 	return argv
 }
 
-// isNoScript reports whether err says that the server lacks the script. It
-// looks through wrapping, since a caller's Client may wrap go-redis's errors,
-// and takes a bare message too, from a Client that builds its own errors.
-func isNoScript(err error) bool {
-	return strings.HasPrefix(err.Error(), "NOSCRIPT") || redis.HasErrorPrefix(err, "NOSCRIPT")
-}
+// isNoScript reports whether err says that the server lacks the script.
+var isNoScript = redisscript.IsNoScript
 
 // The scripts below are the whole protocol besides the SET that acquires a
 // Lock. KEYS and ARGV are documented above each. Times are milliseconds of the

@@ -253,7 +253,7 @@ func run(out io.Writer, cfg config) error {
 			Events: events,
 		}
 		events <- Event{Replica: dep.Name, At: time.Now(), Kind: Started}
-		b := wakuwaku.NewServiceBuilder(dep)
+		b := wakuwaku.NewServiceBuilder(dep).WithCronOptions(cron.WithReplica(dep.Name))
 		if cfg.seed {
 			wakuwaku.CronJob(b, NewSeedReport)
 		} else {
@@ -293,8 +293,29 @@ func run(out io.Writer, cfg config) error {
 	}
 	close(events)
 	<-printed
+	if !cfg.seed && len(running) > 0 {
+		client := redis.NewClient(opts)
+		defer client.Close()
+		printRecord(out, lock.NewDb(client))
+	}
 	fmt.Fprintln(out, "all replicas stopped")
 	return errors.Join(errs...)
+}
+
+// printRecord prints what the job's record in Redis says, as any replica
+// or an operator's tool reads it (cron.Admin).
+func printRecord(out io.Writer, db lock.Db) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cron.NewAdmin(db).Status(ctx, "hourly-report")
+	switch {
+	case err != nil:
+		fmt.Fprintf(out, "the job's record: %v\n", err)
+	case st.Last != nil:
+		fmt.Fprintf(out, "the job's record in Redis: last run by %s, outcome %s\n", st.Last.Replica, st.Last.Outcome)
+	default:
+		fmt.Fprintln(out, "the job's record: no run has ended yet")
+	}
 }
 
 // round rounds d for printing: to the millisecond under a second, to the

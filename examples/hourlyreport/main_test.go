@@ -81,6 +81,7 @@ func TestRunAnnouncesWhatStarts(t *testing.T) {
 		"replica-1 started",
 		"interval 1 at   0.00s: report by replica-1",
 		"shutting down 1 replica: waiting for runs in progress (Ctrl-C again to exit at once)",
+		"the job's record in Redis: last run by replica-1, outcome ok",
 		"all replicas stopped",
 	}
 	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -107,7 +107,9 @@ func TestCronReplicas(t *testing.T) {
 	killedAt := time.Now()
 	killedSlot := slices.MaxFunc(notesOf(coord, "run", victim), func(a, b fault.Note) int { return int(a.Value - b.Value) }).Value
 
-	time.Sleep(spell / 2)
+	// Two slot starts at least after the kill, and time for the replica
+	// whose clock is behind to tick the second.
+	time.Sleep(spell/2 + 1500*time.Millisecond)
 	for i, c := range children {
 		if i+1 != victim {
 			c.Stop(t)

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+)
+
+// subFlags parses a command's own flags.
+func subFlags(name string, args []string, define func(*flag.FlagSet)) ([]string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	define(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", name, err, errUsage)
+	}
+	return fs.Args(), nil
+}
+
+func (t *tool) status(ctx context.Context, admin cron.Admin, args []string) error {
+	var asJSON bool
+	rest, err := subFlags("status", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "") })
+	if err != nil {
+		return err
+	}
+	var jobs []cron.JobStatus
+	switch len(rest) {
+	case 0:
+		if jobs, err = admin.Jobs(ctx); err != nil {
+			return err
+		}
+	case 1:
+		st, err := admin.Status(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		jobs = []cron.JobStatus{st}
+	default:
+		return fmt.Errorf("status takes one job at most: %w", errUsage)
+	}
+	if asJSON {
+		enc := json.NewEncoder(t.out)
+		enc.SetIndent("", "  ")
+		if len(rest) == 1 {
+			return enc.Encode(jobs[0])
+		}
+		if jobs == nil {
+			jobs = []cron.JobStatus{}
+		}
+		return enc.Encode(jobs)
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(t.out, "no job records: no leased job runs against this Redis")
+		return nil
+	}
+	now := time.Now()
+	w := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "JOB\tLAST SLOT\tREPLICA\tOUTCOME\tDURATION\tRUNNING\tPAUSED\tNEXT DUE")
+	for _, j := range jobs {
+		slot, replica, outcome, took := "-", "-", "-", "-"
+		if l := j.Last; l != nil {
+			slot, replica, outcome, took = l.Slot, l.Replica, l.Outcome, l.Duration.Round(time.Millisecond).String()
+			if l.Trigger != cron.TriggerSchedule || l.Attempt > 1 {
+				outcome += fmt.Sprintf(" (%s, attempt %d)", l.Trigger, l.Attempt)
+			}
+		}
+		running := "-"
+		if r := j.Running; r != nil {
+			running = fmt.Sprintf("on %s since %s", r.Replica, clock(r.Started))
+			if r.Deadline.Before(now) {
+				running += ", lease expired"
+			}
+		}
+		paused := "no"
+		if j.Paused {
+			paused = "since " + clock(j.PausedAt)
+		}
+		next := "-"
+		if !j.NextDue.IsZero() {
+			next = fmt.Sprintf("%s (%s)", clock(j.NextDue), relative(j.NextDue.Sub(now)))
+		}
+		if j.RunRequested {
+			next += ", run requested"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Job), slot, replica, outcome, took, running, paused, next)
+	}
+	return w.Flush()
+}
+
+// clock shows a time of day in UTC, with the date if it is not today's.
+func clock(t time.Time) string {
+	t = t.UTC()
+	if y, m, d := t.Date(); y == time.Now().UTC().Year() && m == time.Now().UTC().Month() && d == time.Now().UTC().Day() {
+		return t.Format("15:04:05Z")
+	}
+	return t.Format("2006-01-02 15:04:05Z")
+}
+
+// relative shows how far d is from now: "in 12m3s", "5s ago".
+func relative(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < 0 {
+		return (-d).String() + " ago"
+	}
+	return "in " + d.String()
+}
+
+// printable quotes a name that holds bytes a terminal would not show.
+func printable(s string) string {
+	for _, r := range s {
+		if r < ' ' || r == utf8.RuneError || r == 0x7f {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// entityPrefix begins every lock key of the seed's layout.
+const entityPrefix = "@@wakuwaku-entity:"
+
+// heldLock is one lock held now.
+type heldLock struct {
+	kind, namespace, name string
+	ttl                   time.Duration // the Lock's, or the RWLock writer's; 0 if none
+	readers               int
+	longestRead           time.Duration
+}
+
+func (t *tool) locks(ctx context.Context, args []string) error {
+	var ns string
+	rest, err := subFlags("locks", args, func(fs *flag.FlagSet) { fs.StringVar(&ns, "namespace", "", "") })
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("locks takes no arguments: %w", errUsage)
+	}
+	var mu sync.Mutex
+	found := make(map[string]*heldLock)
+	scan := func(ctx context.Context, node redis.Cmdable) error {
+		now, err := node.Time(ctx).Result()
+		if err != nil {
+			return err
+		}
+		iter := node.Scan(ctx, 0, entityPrefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := t.inspect(ctx, node, iter.Val(), now, ns, &mu, found); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	if cl, ok := t.rdb.(*redis.ClusterClient); ok {
+		err = cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	} else {
+		err = scan(ctx, t.rdb)
+	}
+	if err != nil {
+		return fmt.Errorf("listing the locks: %w", err)
+	}
+	held := make([]*heldLock, 0, len(found))
+	for _, l := range found {
+		if l.ttl > 0 || l.readers > 0 {
+			held = append(held, l)
+		}
+	}
+	slices.SortFunc(held, func(a, b *heldLock) int {
+		return strings.Compare(a.kind+"\x00"+a.namespace+"\x00"+a.name, b.kind+"\x00"+b.namespace+"\x00"+b.name)
+	})
+	if len(held) == 0 {
+		fmt.Fprintln(t.out, "no locks held")
+		return nil
+	}
+	w := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tNAMESPACE\tNAME\tTTL\tREADERS")
+	for _, l := range held {
+		ttl, readers := "-", "-"
+		if l.ttl > 0 {
+			ttl = l.ttl.Round(time.Millisecond).String()
+		}
+		if l.kind == "RwLock" {
+			if l.ttl > 0 {
+				ttl += " (writer)"
+			}
+			if l.readers > 0 {
+				readers = fmt.Sprintf("%d, longest %v", l.readers, l.longestRead.Round(time.Millisecond))
+			} else {
+				readers = "0"
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", l.kind, l.namespace, printable(l.name), ttl, readers)
+	}
+	return w.Flush()
+}
+
+// inspect adds what key holds to found, unless it is outside namespace
+// ns (if set) or no lock's key.
+func (t *tool) inspect(ctx context.Context, node redis.Cmdable, key string, now time.Time, ns string, mu *sync.Mutex, found map[string]*heldLock) error {
+	rest := strings.TrimPrefix(key, entityPrefix)
+	kind, rest, _ := strings.Cut(rest, ":")
+	var l heldLock
+	var reader bool
+	switch kind {
+	case "Lock":
+		l.namespace, l.name, _ = strings.Cut(rest, ":")
+	case "RwLock":
+		inner, role, ok := cutLast(rest, "}:")
+		if !ok || !strings.HasPrefix(inner, "{") || (role != "w" && role != "r") {
+			return nil
+		}
+		l.namespace, l.name, _ = strings.Cut(inner[1:], ":")
+		reader = role == "r"
+	default:
+		return nil // not a lock: a fencing counter, say
+	}
+	if ns != "" && l.namespace != ns {
+		return nil
+	}
+	l.kind = kind
+	id := kind + "\x00" + l.namespace + "\x00" + l.name
+	if reader {
+		ms := now.UnixMilli()
+		live, err := node.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: strconv.FormatInt(ms, 10), Max: "+inf"}).Result()
+		if err != nil {
+			return err
+		}
+		l.readers = len(live)
+		if n := len(live); n > 0 {
+			l.longestRead = time.Duration(int64(live[n-1].Score)-ms) * time.Millisecond
+		}
+	} else {
+		ttl, err := node.PTTL(ctx, key).Result()
+		if err != nil {
+			return err
+		}
+		if ttl > 0 {
+			l.ttl = ttl
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	prev := found[id]
+	if prev == nil {
+		found[id] = &l
+		return nil
+	}
+	if reader {
+		prev.readers, prev.longestRead = l.readers, l.longestRead
+	} else {
+		prev.ttl = l.ttl
+	}
+	return nil
+}
+
+// cutLast cuts s around the last sep.
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+func (t *tool) release(ctx context.Context, args []string) error {
+	var force bool
+	rest, err := subFlags("release", args, func(fs *flag.FlagSet) { fs.BoolVar(&force, "force", false, "") })
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return fmt.Errorf("release takes one key: %w", errUsage)
+	}
+	key := rest[0]
+	if !strings.HasPrefix(key, entityPrefix) {
+		return fmt.Errorf("%q is not a lock's key (they begin %s)", key, entityPrefix)
+	}
+	if !force {
+		return errors.New("release deletes a lock that its holder may still think it holds: say -force to do it")
+	}
+	kind, err := t.rdb.Type(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	if kind == "none" {
+		return fmt.Errorf("no key %q: the lock is not held", key)
+	}
+	ttl, err := t.rdb.PTTL(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	what := kind
+	switch kind {
+	case "string":
+		v, err := t.rdb.Get(ctx, key).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		what = fmt.Sprintf("a holder's token %x", v)
+	case "zset":
+		n, err := t.rdb.ZCard(ctx, key).Result()
+		if err != nil {
+			return err
+		}
+		what = fmt.Sprintf("%d reader tokens", n)
+	}
+	n, err := t.rdb.Del(ctx, key).Result()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("no key %q: it expired meanwhile", key)
+	}
+	fmt.Fprintf(t.out, "released %s: removed %s, with %v of its lease left\n", printable(key), what, ttl.Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// report is a leased hourly job for the tool to find.
+type report struct {
+	db  lock.Db
+	ran chan struct{}
+}
+
+func (r *report) Name() string                { return "hourly-report" }
+func (r *report) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
+func (r *report) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: r.db} }
+func (r *report) Process(context.Context, cron.Tick) error {
+	r.ran <- struct{}{}
+	return nil
+}
+
+// wakuwaku runs the tool against srv and returns its status and output.
+func wakuwaku(t *testing.T, srv *redistest.Server, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errs strings.Builder
+	code := run(t.Context(), append([]string{"-redis", "redis://" + srv.Addr()}, args...), &out, &errs)
+	return code, out.String(), errs.String()
+}
+
+// startReport starts n replicas of the report job over srv and waits for
+// its startup run.
+func startReport(t *testing.T, srv *redistest.Server, n int) chan struct{} {
+	t.Helper()
+	ran := make(chan struct{}, 10)
+	for i := range n {
+		rt, err := cron.Start([]cron.Job{&report{db: lock.NewDb(srv.Client(t)), ran: ran}}, cron.WithReplica(fmt.Sprintf("replica-%d", i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	}
+	<-ran
+	return ran
+}
+
+func TestStatusPauseResumeRun(t *testing.T) {
+	srv := redistest.Start(t)
+	ran := startReport(t, srv, 3)
+	// The run's end is recorded right after Process returns.
+	deadline := time.Now().Add(10 * time.Second)
+	var out string
+	for {
+		var code int
+		code, out, _ = wakuwaku(t, srv, "status")
+		if code == 0 && strings.Contains(out, " ok ") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "JOB") || !strings.HasPrefix(lines[1], "hourly-report") ||
+		!strings.Contains(lines[1], "replica-") || !strings.Contains(lines[1], " ok ") || !strings.Contains(lines[1], "(in ") {
+		t.Errorf("status:\n%s\nwant a header and hourly-report's row: a replica, ok, next due in about an hour", out)
+	}
+
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", "hourly-report"}, "hourly-report: paused\n"},
+		{[]string{"resume", "hourly-report"}, "hourly-report: resumed\n"},
+		{[]string{"run", "hourly-report"}, "hourly-report: asked to run now\n"},
+	} {
+		if code, out, errs := wakuwaku(t, srv, step.args...); code != 0 || out != step.want {
+			t.Errorf("wakuwaku %v = %d, %q, %q; want 0, %q", step.args, code, out, errs, step.want)
+		}
+	}
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no run within 10s of wakuwaku run")
+	}
+
+	code, out, _ := wakuwaku(t, srv, "status", "-json", "hourly-report")
+	var st cron.JobStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || st.Job != "hourly-report" || st.Paused {
+		t.Errorf("status -json hourly-report = %d, %q (%v); want the job's record, not paused", code, out, err)
+	}
+}
+
+func TestLocksAndRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	db := lock.NewDb(srv.Client(t))
+	invoices := lock.New[int]("invoice", time.Minute)
+	if tok, err := invoices.TryLock(ctx, db, 42); err != nil || tok == nil {
+		t.Fatal(tok, err)
+	}
+	catalog := lock.NewRW[string]("catalog", 30*time.Second)
+	for range 2 {
+		if tok, err := catalog.TryRead(ctx, db, "books"); err != nil || tok == nil {
+			t.Fatal(tok, err)
+		}
+	}
+	if tok, err := catalog.TryWrite(ctx, db, "maps"); err != nil || tok == nil {
+		t.Fatal(tok, err)
+	}
+	code, out, errs := wakuwaku(t, srv, "locks")
+	if code != 0 {
+		t.Fatalf("locks = %d, %q", code, errs)
+	}
+	for _, want := range [][]string{{"Lock", "invoice", "42"}, {"RwLock", "catalog", "books", "-", "2,", "longest"}, {"RwLock", "catalog", "maps"}} {
+		if rows(out, want...) != 1 {
+			t.Errorf("locks:\n%s\nwant a row %q", out, want)
+		}
+	}
+	if !strings.Contains(out, "(writer)") {
+		t.Errorf("locks:\n%s\nwant the writer of maps", out)
+	}
+	if _, out, _ := wakuwaku(t, srv, "locks", "-namespace", "invoice"); strings.Contains(out, "catalog") || !strings.Contains(out, "invoice") {
+		t.Errorf("locks -namespace invoice:\n%s\nwant the invoice lock only", out)
+	}
+
+	key := invoices.Key(42)
+	if code, _, errs := wakuwaku(t, srv, "release", key); code != 1 || !strings.Contains(errs, "-force") {
+		t.Errorf("release without -force = %d, %q; want 1 and a word on -force", code, errs)
+	}
+	if code, out, errs := wakuwaku(t, srv, "release", "-force", key); code != 0 || !strings.Contains(out, "released "+key) {
+		t.Errorf("release -force = %d, %q, %q; want it released", code, out, errs)
+	}
+	if tok, err := invoices.TryLock(ctx, db, 42); err != nil || tok == nil {
+		t.Errorf("TryLock after release -force = %v, %v; want the lock free", tok, err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	srv := redistest.Start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"status", "no-such-job"}, 1, "no record of the job"},
+		{[]string{"pause", "no-such-job"}, 1, "no record of the job"},
+		{[]string{"pause"}, 2, "usage"},
+		{[]string{"frobnicate"}, 2, "usage"},
+		{[]string{"release", "-force", "some:other:key"}, 1, "not a lock's key"},
+		{[]string{"release", "-force", "@@wakuwaku-entity:Lock:x:y"}, 1, "not held"},
+	} {
+		code, _, errs := wakuwaku(t, srv, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) || (code == 1 && strings.Count(errs, "\n") != 1) {
+			t.Errorf("wakuwaku %v = %d, %q; want %d and one line with %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+	var out, errs strings.Builder
+	if code := run(t.Context(), []string{"-redis", "redis://" + down, "-timeout", "3s", "status"}, &out, &errs); code != 1 || strings.Count(errs.String(), "\n") != 1 || !strings.Contains(errs.String(), "connection refused") {
+		t.Errorf("status with Redis down = %d, %q; want 1 and one line saying the connection was refused", code, errs.String())
+	}
+	if code := run(t.Context(), []string{"-redis", "http://x", "status"}, &out, &errs); code != 1 {
+		t.Errorf("a bad URL = %d, want 1", code)
+	}
+	if !errors.Is(fmt.Errorf("x: %w", errUsage), errUsage) {
+		t.Fatal("errUsage does not wrap")
+	}
+}
+
+// TestCluster lists the locks and the job records of a three-master Redis
+// Cluster, found on every master.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	addrs := cl.Addrs()
+	url := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+	db := lock.NewDb(cl.Client(t))
+	invoices := lock.New[int]("invoice", time.Minute)
+	for n := range 20 { // on every master, surely
+		if tok, err := invoices.TryLock(t.Context(), db, n); err != nil || tok == nil {
+			t.Fatal(tok, err)
+		}
+	}
+	ran := make(chan struct{}, 1)
+	rt, err := cron.Start([]cron.Job{&report{db: db, ran: ran}}, cron.WithReplica("replica-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	<-ran
+
+	var out, errs strings.Builder
+	if code := run(t.Context(), []string{"-cluster", url, "locks", "-namespace", "invoice"}, &out, &errs); code != 0 {
+		t.Fatalf("locks on the cluster = %d, %q", code, errs.String())
+	}
+	if n := rows(out.String(), "Lock", "invoice"); n != 20 {
+		t.Errorf("locks on the cluster found %d invoice locks, want 20:\n%s", n, out.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out.Reset()
+		code := run(t.Context(), []string{"-cluster", url, "status"}, &out, &errs)
+		if code == 0 && strings.Contains(out.String(), "hourly-report") && strings.Contains(out.String(), " ok ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status on the cluster = %d, %q, %q; want hourly-report's run", code, out.String(), errs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rows counts the lines of a table whose first fields are fields.
+func rows(table string, fields ...string) int {
+	n := 0
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= len(fields) && slices.Equal(f[:len(fields)], fields) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,304 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// ErrUnknownJob is the error, wrapped with the job's name, of an [Admin]
+// operation on a job that has no record: no replica runs it (a record
+// expires a few intervals after its last replica stopped), or the name is
+// not its lease's name.
+var ErrUnknownJob = errors.New("cron: no record of the job: no replica runs it")
+
+// Admin reads and steers the records of [Leased] jobs, cluster-wide, with
+// nothing but a [lock.Db]: the operators' side of the runtime, for a
+// command-line tool or a status page. Jobs are named by their lease's name
+// ([LeaseConfig.Name], by default the job's name).
+//
+// An Admin is a small value, safe to copy and to use from many goroutines.
+// The zero Admin has no client: its methods return [lock.ErrNoClient].
+type Admin struct {
+	db lock.Db
+	by string // who asks, as the records say
+}
+
+// NewAdmin returns an Admin over db, which must be able to take locks in
+// [LeaseNamespace], as the jobs' own LeaseConfig.Db does. Its commands are
+// recorded as coming from this host and process.
+func NewAdmin(db lock.Db) Admin {
+	host, _ := os.Hostname()
+	return Admin{db: db, by: "admin " + host + "/" + strconv.Itoa(os.Getpid())}
+}
+
+func (a Admin) client() (redisscript.Client, error) {
+	return redisscript.ClientOf(a.db, LeaseNamespace)
+}
+
+// Pause pauses the job on every replica: its ticks are skipped, with
+// [ReasonPaused], until [Admin.Resume]. A run in progress goes on. A run
+// requested with [Admin.RunNow] still runs. The pause lasts as long as the
+// job's record, while any replica runs the job.
+func (a Admin) Pause(ctx context.Context, job string) error {
+	return a.control(ctx, "pause", job)
+}
+
+// Resume ends a pause: the job runs again from its next slot.
+func (a Admin) Resume(ctx context.Context, job string) error {
+	return a.control(ctx, "resume", job)
+}
+
+// RunNow asks for one run of the job now, outside its schedule: exactly one
+// replica runs it, within about a second (the replicas hear of it over
+// Pub/Sub; a replica whose client can't subscribe serves it at its next
+// tick). It waits for a run in progress to end. The run's [Tick] has
+// [TriggerRequest], and it runs while the job is paused too. Several
+// requests before the run starts make one run.
+func (a Admin) RunNow(ctx context.Context, job string) error {
+	return a.control(ctx, "run", job)
+}
+
+func (a Admin) control(ctx context.Context, op, job string) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	n, err := controlScript.Run(ctx, c, []string{recordKey(job)}, op, a.by, runNowChannel, job).Int64()
+	switch {
+	case err != nil:
+		return fmt.Errorf("cron: %s %q: %w", op, job, err)
+	case n < 0:
+		return fmt.Errorf("%w: %q", ErrUnknownJob, job)
+	}
+	return nil
+}
+
+// JobStatus is what a leased job's record says, cluster-wide: the run in
+// progress, the last run and the last failure, its pause and its run-now
+// request, and its next tick. Times are the Redis server's, to the
+// millisecond. It marshals to JSON with the names in its tags; a Duration
+// is in nanoseconds.
+type JobStatus struct {
+	// Job is the name of the job's lease.
+	Job string `json:"job"`
+	// Running is the run in progress, if any.
+	Running *RunRecord `json:"running,omitempty"`
+	// Last is the last run that ended, whatever its outcome.
+	Last *RunRecord `json:"last,omitempty"`
+	// LastFailure is the last run that did not succeed.
+	LastFailure *RunRecord `json:"lastFailure,omitempty"`
+	// Slot is the latest slot a run was claimed for; SlotState is "open"
+	// (running, or waiting for another attempt), "done" or "failed", and
+	// Attempts how many runs it had.
+	Slot      string `json:"slot,omitempty"`
+	SlotState string `json:"slotState,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+	// Paused reports a pause (see [Admin.Pause]): since when and by whom.
+	Paused   bool      `json:"paused"`
+	PausedAt time.Time `json:"pausedAt,omitzero"`
+	PausedBy string    `json:"pausedBy,omitempty"`
+	// RunRequested reports a run-now request that no run has served yet.
+	RunRequested bool      `json:"runRequested"`
+	RequestedAt  time.Time `json:"requestedAt,omitzero"`
+	// NextDue is when the earliest replica's next tick is due, as the
+	// replicas said at their last tick; zero if unknown.
+	NextDue time.Time `json:"nextDue,omitzero"`
+	// SeenAt is when a replica last ticked or announced the job, and SeenBy
+	// which one.
+	SeenAt time.Time `json:"seenAt,omitzero"`
+	SeenBy string    `json:"seenBy,omitempty"`
+}
+
+// RunRecord is one run of a leased job, as its record keeps it.
+type RunRecord struct {
+	// Slot is the slot the run was for: a Cron job's slot key, or, for a
+	// duration policy, the millisecond its slot opened.
+	Slot string `json:"slot"`
+	// Replica is the replica that ran it (see [WithReplica]).
+	Replica string    `json:"replica"`
+	Trigger Trigger   `json:"trigger"`
+	Attempt int       `json:"attempt"`
+	Started time.Time `json:"started"`
+	// Finished and Duration are set for a run that ended; Deadline, when
+	// its run lease ends unless extended, for one in progress. A run in
+	// progress whose Deadline has passed has lost its replica; the next
+	// claim of any replica records it as lost.
+	Finished time.Time     `json:"finished,omitzero"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Deadline time.Time     `json:"deadline,omitzero"`
+	// Outcome is "ok", "error", "panic" or "lost" (its run lease ran out:
+	// its replica died or lost Redis) for a run that ended.
+	Outcome string `json:"outcome,omitempty"`
+	// Error is the failure's error text, cut to 512 bytes.
+	Error string `json:"error,omitempty"`
+}
+
+// Status returns what the record of the job says, or an error wrapping
+// [ErrUnknownJob] if it has none. One round trip.
+func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
+	c, err := a.client()
+	if err != nil {
+		return JobStatus{}, err
+	}
+	cmd := redis.NewMapStringStringCmd(ctx, "hgetall", recordKey(job))
+	if err := c.Process(ctx, cmd); err != nil {
+		return JobStatus{}, fmt.Errorf("cron: reading the record of %q: %w", job, err)
+	}
+	if len(cmd.Val()) == 0 {
+		return JobStatus{}, fmt.Errorf("%w: %q", ErrUnknownJob, job)
+	}
+	return parseStatus(job, cmd.Val()), nil
+}
+
+// Jobs returns the status of every leased job that has a record, by name:
+// it scans the keys of every master of a Redis Cluster, then reads each
+// record.
+func (a Admin) Jobs(ctx context.Context) ([]JobStatus, error) {
+	c, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	scan := func(ctx context.Context, node redisscript.Client) error {
+		cursor := uint64(0)
+		for {
+			cmd := redis.NewScanCmd(ctx, nil, "scan", cursor, "match", recordPrefix+"*", "count", 1000)
+			if err := node.Process(ctx, cmd); err != nil {
+				return err
+			}
+			keys, next := cmd.Val()
+			for _, k := range keys {
+				if name, ok := nameOfRecord(k); ok {
+					names = append(names, name)
+				}
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	if cl, ok := c.(interface {
+		ForEachMaster(context.Context, func(context.Context, *redis.Client) error) error
+	}); ok {
+		var mu sync.Mutex // ForEachMaster scans the masters concurrently
+		err = cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return scan(ctx, m)
+		})
+	} else {
+		err = scan(ctx, c)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cron: listing the job records: %w", err)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := make([]JobStatus, 0, len(names))
+	for _, n := range names {
+		st, err := a.Status(ctx, n)
+		if errors.Is(err, ErrUnknownJob) {
+			continue // expired since the scan
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// nameOfRecord returns the job name in a record's key.
+func nameOfRecord(key string) (string, bool) {
+	inner, ok := strings.CutPrefix(key, recordPrefix)
+	if !ok {
+		return "", false
+	}
+	inner, ok = strings.CutSuffix(inner, "}")
+	if !ok {
+		return "", false
+	}
+	prefix := leaseKeys.Key("")
+	return strings.CutPrefix(inner, prefix)
+}
+
+// parseStatus reads a record's fields.
+func parseStatus(job string, f map[string]string) JobStatus {
+	st := JobStatus{
+		Job:       job,
+		Slot:      slotName(f["slot"]),
+		SlotState: f["slot.state"],
+		Paused:    f["paused"] != "",
+		PausedAt:  msTime(f["paused"]),
+		PausedBy:  f["paused.by"],
+		NextDue:   msTime(f["next"]),
+		SeenAt:    msTime(f["seen"]),
+		SeenBy:    f["seen.by"],
+	}
+	st.Attempts, _ = strconv.Atoi(f["slot.tries"])
+	st.RunRequested = f["want"] != ""
+	st.RequestedAt = msTime(f["want"])
+	if f["run"] != "" {
+		r := runRecord(f, "run.", "since")
+		r.Deadline = msTime(f["run.until"])
+		st.Running = &r
+	}
+	if f["last.start"] != "" {
+		r := runRecord(f, "last.", "start")
+		st.Last = &r
+	}
+	if f["fail.start"] != "" {
+		r := runRecord(f, "fail.", "start")
+		r.Error = f["fail.error"]
+		st.LastFailure = &r
+	}
+	return st
+}
+
+func runRecord(f map[string]string, prefix, start string) RunRecord {
+	r := RunRecord{
+		Slot:     slotName(f[prefix+"slot"]),
+		Replica:  f[prefix+"by"],
+		Trigger:  parseTrigger(f[prefix+"why"]),
+		Started:  msTime(f[prefix+start]),
+		Finished: msTime(f[prefix+"end"]),
+		Outcome:  f[prefix+"outcome"],
+	}
+	r.Attempt, _ = strconv.Atoi(f[prefix+"try"])
+	if !r.Finished.IsZero() {
+		r.Duration = r.Finished.Sub(r.Started)
+	}
+	return r
+}
+
+// slotName shows a duration policy's slot, the millisecond it opened, as
+// a time; a Cron job's slot key is shown as it is.
+func slotName(s string) string {
+	if t := msTime(s); !t.IsZero() {
+		return t.Format(time.RFC3339Nano)
+	}
+	return s
+}
+
+// msTime reads milliseconds since the epoch; the zero time if s is not a
+// number.
+func msTime(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || s == "" {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

@@ -1,0 +1,344 @@
+package cron
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// recordPrefix begins the key of every job record. The record of the job
+// whose lease name is n is
+//
+//	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:n}
+//
+// its hash tag being the seed's lease key, so that on a Redis Cluster the
+// record and that lease share a hash slot and one script acts on both.
+const recordPrefix = "@@wakuwaku-cron:{"
+
+// runNowChannel is the Pub/Sub channel on which a run-now request is
+// announced, with the job's lease name as the message.
+const runNowChannel = "@@wakuwaku-cron:run-now"
+
+// recordKey returns the key of the record of the job whose lease is named
+// name.
+func recordKey(name string) string { return recordPrefix + leaseKeys.Key(name) + "}" }
+
+// maxErrorText is how many bytes of a failed run's error the record keeps.
+const maxErrorText = 512
+
+// The defaults of LeaseConfig's fields for the record.
+const (
+	defaultRunTTL  = 30 * time.Second
+	defaultBackoff = time.Second
+	maxBackoff     = 64 // times Backoff, at most
+)
+
+// claimMode is why a run asks for its claim.
+type claimMode uint8
+
+const (
+	modeTick    claimMode = iota // a tick of the schedule, or a retry of its slot
+	modeCatchUp                  // the catch-up run at start
+	modeRequest                  // a run-now request
+	modeHello                    // no run: the runtime's start announces the job
+)
+
+var modeNames = [...]string{"tick", "catchup", "request", "hello"}
+
+// jobState keeps a leased job's record in Redis: the claim before each run,
+// the heartbeat of its run lease while it runs, the completion after it.
+type jobState struct {
+	c        redisscript.Client
+	name     string   // the lease's name
+	keys     []string // the record, then, for a duration policy, the seed's lease
+	shared   bool     // a Cron policy: slots that every replica names alike
+	ttl      time.Duration
+	runTTL   time.Duration
+	keep     time.Duration // how long the record lives after its last use
+	attempts int
+	backoff  time.Duration
+	catchUp  time.Duration
+	every    time.Duration // a duration policy's interval
+	base     time.Duration // the interval's length (its current slot's, for a Cron spec)
+	replica  string
+	now      func() time.Time
+
+	// own is the token of this replica's latest lease of a duration
+	// policy's slot, "" before the first.
+	mu  sync.Mutex
+	own string
+
+	// retry is the timer of this replica's next attempt at the job's open
+	// slot, if one is due. Guarded by Runtime.mu.
+	retry   *time.Timer
+	retryAt time.Time
+}
+
+// newJobState checks a leased job's config, whose Name is set, and returns
+// its record keeper.
+func newJobState(every interval.Interval, l LeaseConfig, replica string, now func() time.Time) (*jobState, error) {
+	if strings.ContainsAny(l.Name, "{}") {
+		return nil, fmt.Errorf("%w: job %q: a leased job's name must not hold '{' or '}': it is its record's cluster hash tag", ErrInvalidJob, l.Name)
+	}
+	switch {
+	case l.Attempts < 0:
+		return nil, fmt.Errorf("%w: job %q: LeaseConfig.Attempts is %d", ErrInvalidJob, l.Name, l.Attempts)
+	case l.Backoff < 0, l.CatchUp < 0, l.RunTTL < 0:
+		return nil, fmt.Errorf("%w: job %q: LeaseConfig has a negative duration", ErrInvalidJob, l.Name)
+	}
+	c, err := redisscript.ClientOf(l.Db, LeaseNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, l.Name, err)
+	}
+	s := &jobState{
+		c: c, name: l.Name, ttl: l.TTL, replica: replica, now: now,
+		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
+	}
+	if s.backoff == 0 {
+		s.backoff = defaultBackoff
+	}
+	// base is the length of the interval: of its current slot, for a
+	// Cron spec, whose slots every replica names alike.
+	start := now()
+	var base time.Duration
+	if slot := every.Plan(start, start).Slot; isShared(slot) {
+		s.shared, base = true, slot.End.Sub(slot.Start)
+		s.keys = []string{recordKey(l.Name)}
+	} else {
+		next, _ := every.Next(start, start)
+		s.every, base = next.Sub(start), next.Sub(start)
+		s.keys = []string{recordKey(l.Name), leaseKeys.Key(l.Name)}
+	}
+	if s.runTTL == 0 {
+		// A replica that dies mid-run holds the job this long: half an
+		// interval at most, so that a short job loses one slot to it.
+		s.runTTL = min(defaultRunTTL, max(base/2, 10*time.Millisecond))
+	}
+	s.runTTL = max(s.runTTL, 3*time.Millisecond)
+	s.keep = max(3*base+s.runTTL+s.catchUp, time.Minute)
+	s.base = base
+	return s, nil
+}
+
+// isShared reports whether slot has a key that every replica computes
+// alike: a Cron spec's.
+func isShared(slot interval.Slot) bool {
+	_, ok := slot.Key()
+	return ok
+}
+
+// claimed is a claim's answer.
+type claimed struct {
+	run     *runLease     // the run lease, if the run goes ahead
+	reason  string        // why not, if it doesn't ("" with quiet)
+	wait    time.Duration // until another run's lease or a back-off ends, if known
+	quiet   bool          // nothing to report: the request or catch-up was not due
+	attempt int
+	trigger Trigger
+}
+
+// claim asks the record whether this replica runs t now.
+func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time.Time) (claimed, error) {
+	slotKey, slotAt := "", int64(0)
+	var leaseMS int64
+	var token, prev string
+	now := s.now()
+	if s.shared {
+		slotKey, _ = t.Slot.Key()
+		slotAt = t.Slot.Start.UnixMilli()
+	} else {
+		ttl := t.Slot.LeaseEnd(s.ttl).Sub(now)
+		if mode == modeTick && ttl < time.Millisecond {
+			return claimed{reason: ReasonTooLate}, nil
+		}
+		leaseMS = max(ttl.Milliseconds(), 1)
+		token = newLeaseToken()
+		s.mu.Lock()
+		prev = s.own
+		s.mu.Unlock()
+	}
+	if s.shared && mode == modeTick && !now.Before(t.Slot.LeaseEnd(s.ttl)) {
+		return claimed{reason: ReasonTooLate}, nil
+	}
+	run := &runLease{s: s, token: randomHex(16)}
+	nextMS := ""
+	if !next.IsZero() {
+		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
+	}
+	sent := time.Now()
+	reply, err := claimScript.Run(ctx, s.c, s.keys,
+		modeNames[mode], slotKey, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
+		s.keep.Milliseconds(), s.attempts, leaseMS, token, prev, nextMS,
+		s.catchUp.Milliseconds(), s.every.Milliseconds()).Slice()
+	if err != nil {
+		return claimed{}, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
+	}
+	code, a, why := replyInts(reply)
+	switch code {
+	case 1:
+		trigger := parseTrigger(why)
+		if token != "" && a == 1 && trigger != TriggerRequest {
+			// The claim opened a slot, with token as its lease.
+			s.mu.Lock()
+			s.own = token
+			s.mu.Unlock()
+		}
+		run.deadline = sent.Add(s.runTTL)
+		return claimed{run: run, attempt: int(a), trigger: trigger}, nil
+	case 2:
+		return claimed{reason: ReasonRunning, wait: time.Duration(a) * time.Millisecond, quiet: mode == modeRequest}, nil
+	case 3, 7:
+		return claimed{reason: ReasonLeaseHeld, quiet: mode != modeTick}, nil
+	case 4:
+		return claimed{reason: ReasonPaused, quiet: mode != modeTick}, nil
+	case 5:
+		return claimed{reason: ReasonRetryWait, wait: time.Duration(a) * time.Millisecond, quiet: mode != modeTick}, nil
+	case 6:
+		return claimed{quiet: true}, nil
+	}
+	return claimed{}, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
+}
+
+// completed is a completion's answer.
+type completed struct {
+	held    bool // the run still held its lease
+	open    bool // its slot waits for another attempt
+	wanted  bool // a run-now request waits
+	backoff time.Duration
+}
+
+// complete records the end of run, which returned err (a *PanicError if it
+// panicked), and the next tick if known.
+func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, err error, next time.Time) (completed, error) {
+	outcome, text := "ok", ""
+	var p *PanicError
+	switch {
+	case errors.As(err, &p):
+		outcome, text = "panic", p.Error()
+	case errors.Is(err, lock.ErrLeaseLost):
+		outcome, text = "lost", err.Error()
+	case err != nil:
+		outcome, text = "error", err.Error()
+	}
+	backoff := s.backoffAfter(attempt)
+	nextMS := ""
+	if !next.IsZero() {
+		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
+	}
+	reply, rerr := completeScript.Run(ctx, s.c, s.keys[:1], run.token, outcome, cut(text, maxErrorText),
+		s.attempts, backoff.Milliseconds(), s.keep.Milliseconds(), nextMS).Slice()
+	if rerr != nil {
+		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
+	}
+	if code, _ := reply[0].(int64); code == 0 {
+		return completed{}, nil
+	} else if len(reply) < 3 {
+		return completed{}, fmt.Errorf("cron: recording a run of %q: unexpected reply %v", s.name, reply)
+	}
+	state, _ := reply[1].(string)
+	want, _ := reply[2].(int64)
+	return completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff}, nil
+}
+
+// backoffAfter returns how long the slot waits after a failed attempt:
+// Backoff after the first, doubled after each further one, at most
+// maxBackoff times Backoff.
+func (s *jobState) backoffAfter(attempt int) time.Duration {
+	d := s.backoff
+	for i := 1; i < attempt && d < maxBackoff*s.backoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff*s.backoff)
+}
+
+// replyInts reads a claim's reply: its code, its integer argument and its
+// string argument, each zero if absent.
+func replyInts(reply []any) (code, n int64, s string) {
+	if len(reply) > 0 {
+		code, _ = reply[0].(int64)
+	}
+	if len(reply) > 1 {
+		n, _ = reply[1].(int64)
+	}
+	if len(reply) > 2 {
+		s, _ = reply[2].(string)
+	}
+	return code, n, s
+}
+
+// runLease is the lease of a run in progress, which [lock.WhileHeld] keeps
+// by heartbeat: it implements lock.Lease.
+type runLease struct {
+	s     *jobState
+	token string
+
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+// Extend restarts the run lease for another run TTL.
+func (l *runLease) Extend(ctx context.Context) (bool, error) {
+	sent := time.Now()
+	n, err := heartbeatScript.Run(ctx, l.s.c, l.s.keys[:1], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
+	}
+	if n != 1 {
+		return false, nil
+	}
+	l.mu.Lock()
+	if d := sent.Add(l.s.runTTL); d.After(l.deadline) {
+		l.deadline = d
+	}
+	l.mu.Unlock()
+	return true, nil
+}
+
+// TTL is the run lease's length.
+func (l *runLease) TTL() time.Duration { return l.s.runTTL }
+
+// Deadline is when the run lease surely ends unless extended.
+func (l *runLease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// newLeaseToken returns a token for the seed's lease key: 16 random bytes,
+// as package lock's tokens are.
+func newLeaseToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return string(b[:])
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// cut returns s cut to at most n bytes, at a rune boundary, marked with an
+// ellipsis when it was cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

@@ -1,0 +1,196 @@
+package cron
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// counting is a client that counts the commands sent through it, each a
+// round trip.
+type counting struct {
+	redisscript.Client
+	n atomic.Int64
+}
+
+func (c *counting) Process(ctx context.Context, cmd redis.Cmder) error {
+	c.n.Add(1)
+	return c.Client.Process(ctx, cmd)
+}
+
+// serverCalls returns the commands the server has executed, scripts' own
+// calls included, from INFO commandstats.
+func serverCalls(tb testing.TB, rdb *redis.Client) int64 {
+	tb.Helper()
+	n, _ := serverStats(tb, rdb)
+	return n
+}
+
+// serverStats returns the commands the server has executed and the
+// microseconds it spent in them, from INFO commandstats; a script's time
+// includes its calls'.
+func serverStats(tb testing.TB, rdb *redis.Client) (calls, usec int64) {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_") || strings.HasPrefix(line, "cmdstat_info:") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, "calls=")
+		n, _, _ := strings.Cut(rest, ",")
+		c, _ := strconv.ParseInt(n, 10, 64)
+		calls += c
+		if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") || !strings.Contains(line, "scripts") {
+			_, rest, _ = strings.Cut(line, ",usec=")
+			u, _, _ := strings.Cut(rest, ",")
+			us, _ := strconv.ParseInt(u, 10, 64)
+			if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+				usec += us
+			}
+		}
+	}
+	return calls, usec
+}
+
+// protocol runs the record's protocol for one job straight, without a
+// runtime's scheduling: a claim, the run (nothing), a completion.
+type protocol struct {
+	s     *jobState
+	c     *counting
+	every interval.Interval
+	slot  interval.Slot
+}
+
+func newProtocol(tb testing.TB, rdb *redis.Client, name string, every interval.Interval) *protocol {
+	tb.Helper()
+	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: name}, "bench", time.Now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &counting{Client: s.c}
+	s.c = c
+	first, _ := every.NextSlot(time.Now())
+	return &protocol{s: s, c: c, every: every, slot: first}
+}
+
+// run claims and completes one run of the next slot, or, for a duration
+// policy, of a fresh slot after expiring the last one's lease.
+func (p *protocol) run(tb testing.TB) {
+	t := Tick{Slot: p.slot, Attempt: 1}
+	if p.s.shared {
+		p.slot, _ = p.every.NextSlot(p.slot.Start)
+	} else {
+		now := time.Now()
+		t.Slot = p.every.Plan(now, now).Slot
+	}
+	c, err := p.s.claim(context.Background(), modeTick, &t, time.Time{})
+	if err != nil || c.run == nil {
+		tb.Fatalf("claim = %+v, %v; want a run", c, err)
+	}
+	if _, err := p.s.complete(context.Background(), c.run, c.attempt, nil, time.Time{}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestRunProtocolRoundTrips checks what a leased run costs on the happy
+// path: one round trip to claim it and one to record its end, each one
+// script, and one per heartbeat.
+func TestRunProtocolRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	for _, tc := range []struct {
+		name  string
+		every interval.Interval
+	}{
+		{"cron", interval.MustCron("* * * * *")},
+		{"duration", interval.AtLeast(time.Hour)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProtocol(t, rdb, "cost-"+tc.name, tc.every)
+			// The first run loads the scripts (EVALSHA, NOSCRIPT, EVAL).
+			p.run(t)
+			lease := &runLease{s: p.s, token: "none", deadline: time.Now()}
+			lease.Extend(context.Background())
+			p.c.n.Store(0)
+			const runs = 20
+			before := serverCalls(t, rdb)
+			for range runs {
+				if !p.s.shared {
+					// Each run of a duration policy needs a free seed
+					// lease, as the next interval's would be.
+					rdb.Del(context.Background(), p.s.keys[1])
+				}
+				p.run(t)
+			}
+			trips := p.c.n.Load()
+			if trips != 2*runs {
+				t.Errorf("%d runs took %d round trips, want 2 each", runs, trips)
+			}
+			calls := serverCalls(t, rdb) - before
+			if !p.s.shared {
+				calls -= runs // the test's own DELs
+			}
+			t.Logf("%d runs: %d round trips, %.1f server commands per run (INFO commandstats)", runs, trips, float64(calls)/runs)
+
+			p.c.n.Store(0)
+			if ok, err := lease.Extend(context.Background()); err != nil || ok || p.c.n.Load() != 1 {
+				t.Errorf("a heartbeat of no run = %v, %v in %d round trips; want false in 1", ok, err, p.c.n.Load())
+			}
+		})
+	}
+}
+
+// BenchmarkRunProtocol measures a leased run's claim and completion beside
+// the bare lease that leased jobs took before they had records (one TryLock
+// of a key per slot), on a real redis-server: time, round trips and server
+// commands per run.
+func BenchmarkRunProtocol(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	b.Run("record", func(b *testing.B) {
+		p := newProtocol(b, rdb, "bench-record-"+strconv.FormatInt(time.Now().UnixNano(), 36), interval.MustCron("* * * * * *"))
+		p.run(b) // loads the scripts
+		p.c.n.Store(0)
+		before, beforeUS := serverStats(b, rdb)
+		for b.Loop() {
+			p.run(b)
+		}
+		after, afterUS := serverStats(b, rdb)
+		b.ReportMetric(float64(p.c.n.Load())/float64(b.N), "rt/run")
+		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/run")
+		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/run")
+	})
+	b.Run("bare-lease", func(b *testing.B) {
+		slots := interval.MustCron("* * * * * *")
+		slot, _ := slots.NextSlot(time.Now().Add(-time.Second))
+		c := &counting{Client: rdb}
+		name := "bench-bare-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@"
+		db := lock.NewDb(c)
+		before, beforeUS := serverStats(b, rdb)
+		for b.Loop() {
+			key, _ := slot.Key()
+			tok, err := lock.New[string](LeaseNamespace, time.Hour).TryLock(context.Background(), db, name+key)
+			if err != nil || tok == nil {
+				b.Fatalf("TryLock = %v, %v", tok, err)
+			}
+			slot, _ = slots.NextSlot(slot.Start)
+		}
+		after, afterUS := serverStats(b, rdb)
+		b.ReportMetric(float64(c.n.Load())/float64(b.N), "rt/run")
+		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/run")
+		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/run")
+	})
+}

@@ -1,0 +1,83 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// TestOwnLeaseAfterRetry checks that a duration policy's replica still
+// recognizes its own slot's lease after that slot was retried: when the
+// lease outlived the slot (Redis answered the claim late), its next tick
+// takes it again and runs. A retry's claim once replaced the token the
+// check compares with one that no lease held, and the tick was skipped.
+func TestOwnLeaseAfterRetry(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	every := interval.AtLeast(time.Hour)
+	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "own", Attempts: 2, Backoff: time.Millisecond}, "r0", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	claim := func() claimed {
+		t.Helper()
+		now := time.Now()
+		tick := Tick{Slot: every.Plan(now, now).Slot}
+		c, err := s.claim(ctx, modeTick, &tick, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := claim()
+	if first.run == nil {
+		t.Fatalf("first claim = %+v, want a run", first)
+	}
+	if _, err := s.complete(ctx, first.run, first.attempt, errors.New("failed"), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the back-off
+	retry := claim()
+	if retry.run == nil || retry.attempt != 2 {
+		t.Fatalf("claim after the failure = %+v, want attempt 2", retry)
+	}
+	if _, err := s.complete(ctx, retry.run, retry.attempt, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	// The slot's lease outlives it, as when Redis answered the first claim
+	// late: the replica's next tick finds its own lease.
+	if err := rdb.PExpire(ctx, s.keys[1], time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if next := claim(); next.run == nil || next.attempt != 1 {
+		t.Errorf("the next tick's claim = %+v, want a run of a new slot", next)
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"abcdefghijkl", 10, "abcdefg…"},
+		{"ééééééé", 10, "ééé…"}, // 2-byte runes: never half of one
+	} {
+		got := cut(tc.in, tc.n)
+		if got != tc.want || len(got) > tc.n || !utf8.ValidString(got) {
+			t.Errorf("cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+	if got := cut(strings.Repeat("x", 10000), maxErrorText); len(got) > maxErrorText {
+		t.Errorf("cut to %d bytes gave %d", maxErrorText, len(got))
+	}
+}
