@@ -35,9 +35,6 @@ func (l Lock[N]) TryLockMany(ctx context.Context, db Db, names []N) ([]*Token, e
 	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
-	if w, ok := db.c.(*wrapped); ok && w.replicas > 0 {
-		return nil, errBatchReplicas
-	}
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -51,17 +48,24 @@ func (l Lock[N]) TryLockMany(ctx context.Context, db Db, names []N) ([]*Token, e
 		args[i] = &toks[i].value
 	}
 	sent := time.Now()
-	res, errs := lockMany.many(ctx, db.c, keys, args, 1, l.f.ms)
+	res, errs := lockMany.many(ctx, db.c, keys, args, 1, l.f.ms, true)
 	o, _ := db.c.(*wrapped)
+	var unreplicated []*Token
 	for i, t := range toks {
 		if o != nil {
 			o.acquired(l.entity(), "lock", res[i], errs[i], sent)
 		}
 		if errs[i] != nil || res[i] == 0 {
+			if errs[i] != nil && res[i] != 0 { // taken, not replicated
+				unreplicated = append(unreplicated, t)
+			}
 			toks[i] = nil
 			continue
 		}
 		t.acquired(sent)
+	}
+	if len(unreplicated) > 0 {
+		ReleaseMany(context.WithoutCancel(ctx), unreplicated)
 	}
 	return toks, batchErr("TryLockMany", errs)
 }
@@ -98,12 +102,6 @@ func manyTokens(ctx context.Context, tokens []*Token, s script, extend bool) ([]
 	}
 	for _, g := range byClient(tokens) {
 		c := tokens[g[0]].c
-		if w, ok := c.(*wrapped); ok && w.replicas > 0 && extend {
-			for _, i := range g {
-				errs[i] = errBatchReplicas
-			}
-			continue
-		}
 		if c == nil {
 			for _, i := range g {
 				errs[i] = ErrNoClient
@@ -123,7 +121,7 @@ func manyTokens(ctx context.Context, tokens []*Token, s script, extend bool) ([]
 			}
 			seqs[j], sent[j] = t.begin(!extend)
 		}
-		res, gerrs := s.many(ctx, c, keys, args, per, nil)
+		res, gerrs := s.many(ctx, c, keys, args, per, nil, extend)
 		o, _ := c.(*wrapped)
 		for j, i := range g {
 			t := tokens[i]
@@ -192,64 +190,105 @@ func batchErr(op string, errs []error) error {
 	return fmt.Errorf("lock: %s: %d of %d failed: %w", op, failed, len(errs), first)
 }
 
+// batch is one batch operation's calls of a script: the keys, their
+// arguments, and what each key's call answered.
+type batch struct {
+	s        script
+	keys     []string
+	args     []any // per arguments for each key, in key order
+	per      int
+	tail     any   // the last argument of every call, unless nil
+	replicas int   // replicas to WAIT for after the calls; 0: none
+	waitMs   int64 // the WAIT's timeout
+	res      []int64
+	errs     []error
+}
+
 // many runs s over keys, in as few round trips as the client allows (see
 // TryLockMany), and returns each key's integer answer and error. A call's
 // KEYS are its keys; its ARGV, each key's per arguments from args in key
 // order, then tail unless it is nil. s answers an array with an integer per
-// key.
-func (s script) many(ctx context.Context, c Client, keys []string, args []any, per int, tail any) ([]int64, []error) {
-	res := make([]int64, len(keys))
-	errs := make([]error, len(keys))
-	call := func(g []int) *redis.SliceCmd {
-		return s.manyCmd(ctx, "evalsha", s.sha, keys, args, per, tail, g)
+// key. When write is set and the Db waits for replicas, each call is
+// followed by a WAIT on its connection, and the keys of a call that too few
+// replicas acknowledged get an error wrapping ErrNotReplicated, with their
+// answer kept, so that the caller can release what they took.
+func (s script) many(ctx context.Context, c Client, keys []string, args []any, per int, tail any, write bool) ([]int64, []error) {
+	b := &batch{s: s, keys: keys, args: args, per: per, tail: tail, res: make([]int64, len(keys)), errs: make([]error, len(keys))}
+	if w, ok := c.(*wrapped); ok && write && w.replicas > 0 {
+		b.replicas, b.waitMs = w.replicas, w.waitMs
+	}
+	all := make([]int, len(keys))
+	for i := range all {
+		all[i] = i
 	}
 	switch base := unwrap(c).(type) {
 	case *redis.ClusterClient:
-		s.cluster(ctx, base, keys, args, per, tail, res, errs)
+		b.cluster(ctx, base)
 	case *redis.Ring:
-		s.pipelined(ctx, base.Pipeline(), eachKey(len(keys)), call, res, errs, keys, args, per, tail)
+		if b.replicas > 0 {
+			b.fail(all, fmt.Errorf("lock: WithReplicas needs a *redis.Client or *redis.ClusterClient, not %T", base))
+			break
+		}
+		b.pipelined(ctx, base.Pipeline(), eachKey(len(keys)))
+	case *redis.Client:
+		if b.replicas > 0 {
+			b.pipelined(ctx, base.Pipeline(), [][]int{all}) // the call and its WAIT on one connection
+			break
+		}
+		b.single(ctx, c, all)
 	default:
-		all := make([]int, len(keys))
-		for i := range all {
-			all[i] = i
+		if b.replicas > 0 {
+			b.fail(all, fmt.Errorf("lock: WithReplicas needs a *redis.Client or *redis.ClusterClient, not %T", base))
+			break
 		}
-		if err := s.manyOnce(ctx, c, keys, args, per, tail, all, res); err != nil {
-			if !isCrossSlot(err) {
-				for i := range errs {
-					errs[i] = err
-				}
-				return res, errs
-			}
-			for _, g := range bySlot(keys) {
-				if err := s.manyOnce(ctx, c, keys, args, per, tail, g, res); err != nil {
-					for _, i := range g {
-						errs[i] = err
-					}
-				}
-			}
-		}
+		b.single(ctx, c, all)
 	}
-	return res, errs
+	return b.res, b.errs
 }
 
-// cluster sends one call of s per hash slot among keys, grouped by the
+// fail sets the error of the keys of g.
+func (b *batch) fail(g []int, err error) {
+	for _, i := range g {
+		b.errs[i] = err
+	}
+}
+
+// single sends one call over the keys of all through c, and, if a cluster
+// behind c refuses it for spanning slots, one call per slot.
+func (b *batch) single(ctx context.Context, c Client, all []int) {
+	err := b.once(ctx, c, all)
+	if err == nil {
+		return
+	}
+	if !isCrossSlot(err) {
+		b.fail(all, err)
+		return
+	}
+	for _, g := range bySlot(b.keys) {
+		if err := b.once(ctx, c, g); err != nil {
+			b.fail(g, err)
+		}
+	}
+}
+
+// cluster sends one call per hash slot among the keys, grouped by the
 // master that owns the slot: one pipeline per master, all masters at once,
 // so that one slow or failing master fails its own names only. A call that
 // a master redirects (MOVED, ASK: the slot moved or is moving) or defers
-// (TRYAGAIN) is sent again through cc, which follows the redirection.
-func (s script) cluster(ctx context.Context, cc *redis.ClusterClient, keys []string, args []any, per int, tail any, res []int64, errs []error) {
+// (TRYAGAIN) is sent again through cc, which follows the redirection; when
+// the batch waits for replicas, such a call fails with the redirection
+// instead, since cc would send it without its WAIT.
+func (b *batch) cluster(ctx context.Context, cc *redis.ClusterClient) {
 	type node struct {
 		c      *redis.Client
 		groups [][]int
 	}
 	var nodes []*node
 	at := map[*redis.Client]*node{}
-	for _, g := range bySlot(keys) {
-		c, err := cc.MasterForKey(ctx, keys[g[0]])
+	for _, g := range bySlot(b.keys) {
+		c, err := cc.MasterForKey(ctx, b.keys[g[0]])
 		if err != nil {
-			for _, i := range g {
-				errs[i] = err
-			}
+			b.fail(g, err)
 			continue
 		}
 		n := at[c]
@@ -260,21 +299,19 @@ func (s script) cluster(ctx context.Context, cc *redis.ClusterClient, keys []str
 		}
 		n.groups = append(n.groups, g)
 	}
-	call := func(g []int) *redis.SliceCmd {
-		return s.manyCmd(ctx, "evalsha", s.sha, keys, args, per, tail, g)
-	}
 	// The nodes' groups hold distinct indexes, so the goroutines write
 	// distinct elements of res and errs.
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		wg.Go(func() {
-			s.pipelined(ctx, n.c.Pipeline(), n.groups, call, res, errs, keys, args, per, tail)
+			b.pipelined(ctx, n.c.Pipeline(), n.groups)
+			if b.replicas > 0 {
+				return
+			}
 			for _, g := range n.groups {
-				if err := errs[g[0]]; err != nil && isRedirect(err) {
-					err = s.manyOnce(ctx, cc, keys, args, per, tail, g, res)
-					for _, i := range g {
-						errs[i] = err
-					}
+				if err := b.errs[g[0]]; err != nil && isRedirect(err) {
+					err = b.once(ctx, cc, g)
+					b.fail(g, err)
 				}
 			}
 		})
@@ -293,68 +330,85 @@ func isRedirect(err error) bool {
 	return false
 }
 
-// manyOnce sends one call of s over the keys of g through c, with the
-// NOSCRIPT fallback, and writes the answers into res.
-func (s script) manyOnce(ctx context.Context, c Client, keys []string, args []any, per int, tail any, g []int, res []int64) error {
-	cmd := s.manyCmd(ctx, "evalsha", s.sha, keys, args, per, tail, g)
+// once sends one call over the keys of g through c, with the NOSCRIPT
+// fallback, and writes the answers into res. It never waits for replicas.
+func (b *batch) once(ctx context.Context, c Client, g []int) error {
+	cmd := b.cmd(ctx, "evalsha", b.s.sha, g)
 	err := c.Process(ctx, cmd)
 	if err != nil && isNoScript(err) {
-		cmd = s.manyCmd(ctx, "eval", s.src, keys, args, per, tail, g)
+		cmd = b.cmd(ctx, "eval", b.s.src, g)
 		err = c.Process(ctx, cmd)
 	}
 	if err == nil {
-		err = answers(cmd, g, res)
+		err = answers(cmd, g, b.res)
 	}
 	return err
 }
 
-// pipelined sends one call of s per group in one pipeline, then re-sends in
-// full, in a second pipeline, the calls a node answered NOSCRIPT.
-func (s script) pipelined(ctx context.Context, p redis.Pipeliner, groups [][]int, call func([]int) *redis.SliceCmd,
-	res []int64, errs []error, keys []string, args []any, per int, tail any) {
+// pipelined sends one call per group in one pipeline, then re-sends in
+// full, in a second pipeline, the calls a node answered NOSCRIPT. When the
+// batch waits for replicas, each pipeline ends with a WAIT, which covers
+// the calls sent with it: a pipeline holds one connection while it runs,
+// and two pipelines may run on two.
+func (b *batch) pipelined(ctx context.Context, p redis.Pipeliner, groups [][]int) {
 	cmds := make([]*redis.SliceCmd, len(groups))
-	for i, g := range groups {
-		cmds[i] = call(g)
-		p.Process(ctx, cmds[i])
+	waits := make([]*redis.IntCmd, len(groups)) // the WAIT that covers each group's call
+	exec := func(which []int) {
+		var wait *redis.IntCmd
+		if b.replicas > 0 {
+			wait = redis.NewIntCmd(ctx, "wait", b.replicas, b.waitMs)
+			p.Process(ctx, wait)
+		}
+		for _, i := range which {
+			waits[i] = wait
+		}
+		p.Exec(ctx) // each command's own error is read below
 	}
-	p.Exec(ctx) // each command's own error is read below
+	first := make([]int, len(groups))
+	for i, g := range groups {
+		cmds[i] = b.cmd(ctx, "evalsha", b.s.sha, g)
+		p.Process(ctx, cmds[i])
+		first[i] = i
+	}
+	exec(first)
 	var again []int
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil && isNoScript(err) {
-			cmds[i] = s.manyCmd(ctx, "eval", s.src, keys, args, per, tail, groups[i])
+			cmds[i] = b.cmd(ctx, "eval", b.s.src, groups[i])
 			p.Process(ctx, cmds[i])
 			again = append(again, i)
 		}
 	}
 	if len(again) > 0 {
-		p.Exec(ctx)
+		exec(again)
 	}
 	for i, cmd := range cmds {
 		err := cmd.Err()
 		if err == nil {
-			err = answers(cmd, groups[i], res)
+			err = answers(cmd, groups[i], b.res)
+		}
+		if err == nil && waits[i] != nil {
+			err = notReplicated(waits[i], b.replicas, b.waitMs)
 		}
 		if err != nil {
-			for _, k := range groups[i] {
-				errs[k] = err
-			}
+			b.fail(groups[i], err)
 		}
 	}
 }
 
-// manyCmd builds the call of s (verb and body: evalsha and the SHA, or eval
-// and the source) over the keys of g.
-func (s script) manyCmd(ctx context.Context, verb string, body any, keys []string, args []any, per int, tail any, g []int) *redis.SliceCmd {
-	argv := make([]any, 0, 3+(1+per)*len(g)+1)
+// cmd builds the call of the script (verb and body: evalsha and the SHA, or
+// eval and the source) over the keys of g.
+func (b *batch) cmd(ctx context.Context, verb string, body any, g []int) *redis.SliceCmd {
+	argv := make([]any, 0, 3+(1+b.per)*len(g)+1)
 	argv = append(argv, verb, body, len(g))
 	for _, i := range g {
-		argv = append(argv, keys[i])
+		argv = append(argv, b.keys[i])
 	}
 	for _, i := range g {
-		argv = append(argv, args[per*i:per*(i+1)]...)
+		argv = append(argv, b.args[b.per*i:b.per*(i+1)]...)
 	}
-	if tail != nil {
-		argv = append(argv, tail)
+	if b.tail != nil {
+		argv = append(argv, b.tail)
 	}
 	return redis.NewSliceCmd(ctx, argv...)
 }

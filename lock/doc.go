@@ -18,6 +18,22 @@
 // case another holder may have taken the lock in the meantime. Dropping a token
 // does not release the lock: the lease runs out instead.
 //
+// # Beyond TryLock
+//
+// The primitives above stay what they are; these build on them, each opt-in:
+//
+//   - [Lock.TryLockMany], [ReleaseMany] and [ExtendMany] act on many names,
+//     each on its own, in one round trip per Redis node;
+//   - [Lock.Lock] waits for a busy lock until its context ends, with the
+//     back-off of a [Backoff] between attempts;
+//   - [Lock.Fenced] numbers the holders of a name in order, for the
+//     protected resource to refuse a stale holder's writes ([FencedLock]);
+//   - [WithReplicas] makes acquires and extensions wait until replicas have
+//     them, so that a failover does not hand a lock out twice;
+//   - [Lock.Held] and [RWLock.Inspect] tell who holds a name, and for how
+//     long, on a [ReadOnlyDb];
+//   - [WithObserver] reports every lock operation, for metrics.
+//
 // # Redis layout
 //
 // The keys are those of the Rust wakuwaku crate, so services in either
@@ -29,8 +45,9 @@
 // A lease bounds what the lock protects: a holder that stalls past its lease
 // may keep writing after another took the lock. Extending the lease, by hand
 // or with [WhileHeld], narrows that window but cannot close it, and the
-// token is random, not increasing, so it cannot fence. The README's
-// [What a lease can't guarantee] says how to make a stale write impossible.
+// token is random, not increasing, so it cannot fence; a [FencedLock]'s
+// number can. The README's [What a lease can't guarantee] says how to make a
+// stale write impossible.
 //
 // # Capabilities
 //

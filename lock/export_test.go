@@ -23,3 +23,10 @@ func SetJitter(t interface{ Cleanup(func()) }, seed uint64) {
 	}
 	t.Cleanup(func() { jitter = old })
 }
+
+// FamilyOf exposes familyOf, which the observer uses to name a token's
+// lock family from its key.
+var FamilyOf = familyOf
+
+// FenceKey exposes fenceKey, the key of a fenced lock's number.
+var FenceKey = fenceKey

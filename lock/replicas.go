@@ -32,8 +32,10 @@ var ErrNotReplicated = errors.New("lock: write not acknowledged by enough replic
 // *redis.ClusterClient (the wait goes to the master of the lock's slot); any
 // other Client fails every acquire and extension with an error. n of 0 or
 // less means no waiting; a timeout under a millisecond counts as one (WAIT 0
-// would wait forever). TryLockMany and ExtendMany refuse a Db with replicas
-// to wait for, with an error, before sending anything.
+// would wait forever). [Lock.TryLockMany] and [ExtendMany] wait too, after
+// each node's calls, and fail the names of a node whose replicas did not
+// acknowledge them (TryLockMany releases those); on a Cluster, a call
+// redirected by a slot migration then fails with the redirection.
 func WithReplicas(n int, timeout time.Duration) DbOption {
 	return func(c *dbConfig) { c.replicas, c.wait = n, timeout }
 }
@@ -74,15 +76,17 @@ func (s script) runWait(ctx context.Context, w *wrapped, key1, key2, value *stri
 	if n == 0 {
 		return 0, nil
 	}
-	if err := wait.Err(); err != nil {
-		return n, fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
-	}
-	if acked := wait.Val(); acked < int64(w.replicas) {
-		return n, fmt.Errorf("%w: %d of %d replicas within %d ms", ErrNotReplicated, acked, w.replicas, w.waitMs)
-	}
-	return n, nil
+	return n, notReplicated(wait, w.replicas, w.waitMs)
 }
 
-// errBatchReplicas is what the batch operations return on a Db that waits
-// for replicas.
-var errBatchReplicas = errors.New("lock: TryLockMany and ExtendMany do not wait for replicas (WithReplicas)")
+// notReplicated returns the error of a WAIT for replicas that answered
+// wait: nil if enough acknowledged.
+func notReplicated(wait *redis.IntCmd, replicas int, ms int64) error {
+	if err := wait.Err(); err != nil {
+		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
+	}
+	if acked := wait.Val(); acked < int64(replicas) {
+		return fmt.Errorf("%w: %d of %d replicas within %d ms", ErrNotReplicated, acked, replicas, ms)
+	}
+	return nil
+}

@@ -36,12 +36,17 @@ func TestWithReplicas(t *testing.T) {
 	if busy, err := invoices.TryLock(ctx, db, 1); busy != nil || err != nil {
 		t.Errorf("TryLock of a held name = %v, %v, want nil, nil", busy, err)
 	}
-	if _, err := invoices.TryLockMany(ctx, db, []uint64{5}); err == nil {
-		t.Error("TryLockMany on a Db with replicas = no error")
+	many, err := invoices.TryLockMany(ctx, db, []uint64{1, 5, 6})
+	if err != nil || many[0] != nil || many[1] == nil || many[2] == nil {
+		t.Errorf("TryLockMany with a live replica = %v, %v, want tokens for 5 and 6", many, err)
 	}
-	if _, err := lock.ExtendMany(ctx, []*lock.Token{tok}); err == nil {
-		t.Error("ExtendMany of a token of a Db with replicas = no error")
+	if v := replica.Client(t).Get(ctx, invoices.Key(6)).Val(); len(v) != 16 {
+		t.Errorf("GET on the replica right after TryLockMany = %d bytes, want 16", len(v))
 	}
+	if ok, err := lock.ExtendMany(ctx, many); err != nil || !ok[1] || !ok[2] {
+		t.Errorf("ExtendMany with a live replica = %v, %v", ok, err)
+	}
+	lock.ReleaseMany(ctx, many)
 
 	// The replica stops answering: acquires fail and leave nothing behind.
 	replica.Pause(t)
@@ -55,6 +60,16 @@ func TestWithReplicas(t *testing.T) {
 	}
 	if busy, err := invoices.TryLock(ctx, short, 1); busy != nil || err != nil {
 		t.Errorf("TryLock of a held name with the replica paused = %v, %v, want nil, nil", busy, err)
+	}
+	many, err = invoices.TryLockMany(ctx, short, []uint64{1, 7, 8})
+	if !errors.Is(err, lock.ErrNotReplicated) || many[0] != nil || many[1] != nil || many[2] != nil {
+		t.Errorf("TryLockMany with the replica paused = %v, %v, want no tokens, ErrNotReplicated", many, err)
+	}
+	if n := raw.Exists(ctx, invoices.Key(7), invoices.Key(8)).Val(); n != 0 {
+		t.Errorf("%d unreplicated batch locks still on the master, want them released", n)
+	}
+	if ok, err := lock.ExtendMany(ctx, []*lock.Token{tok}); !errors.Is(err, lock.ErrNotReplicated) || ok[0] {
+		t.Errorf("ExtendMany with the replica paused = %v, %v, want false, ErrNotReplicated", ok, err)
 	}
 	replica.Resume(t)
 
@@ -93,4 +108,38 @@ func TestWithReplicas(t *testing.T) {
 			t.Errorf("TryLock and Release sent %d single commands, want 1 (the release; the acquire is a pipeline)", n)
 		}
 	})
+}
+
+// TestWithReplicasOnCluster checks that the WAIT goes to the master of the
+// lock's slot: the rig's masters have no replica, so every acquire fails and
+// is released there.
+func TestWithReplicasOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	raw := cl.Client(t)
+	ctx := t.Context()
+	db := lock.NewDb(cl.Client(t), lock.WithReplicas(1, 10*time.Millisecond))
+	for i := range uint64(5) {
+		tok, err := invoices.TryLock(ctx, db, i)
+		if tok != nil || !errors.Is(err, lock.ErrNotReplicated) {
+			t.Errorf("TryLock(%d) on a cluster without replicas = %v, %v, want ErrNotReplicated", i, tok, err)
+		}
+		if n := raw.Exists(ctx, invoices.Key(i)).Val(); n != 0 {
+			t.Errorf("key of %d left on its master after ErrNotReplicated", i)
+		}
+	}
+	toks, err := invoices.TryLockMany(ctx, db, names(10, 30))
+	if !errors.Is(err, lock.ErrNotReplicated) {
+		t.Errorf("TryLockMany on a cluster without replicas: error = %v, want ErrNotReplicated", err)
+	}
+	for i, tok := range toks {
+		if tok != nil {
+			t.Errorf("TryLockMany on a cluster without replicas: token %d = %v, want nil", i, tok)
+		}
+		if n := raw.Exists(ctx, invoices.Key(uint64(10+i))).Val(); n != 0 {
+			t.Errorf("key of %d left on its master after ErrNotReplicated", 10+i)
+		}
+	}
+	if tok, err := invoices.TryLock(ctx, lock.NewDb(cl.Client(t), lock.WithReplicas(0, time.Second)), 1); tok == nil || err != nil {
+		t.Errorf("TryLock with WithReplicas(0) = %v, %v, want a token: 0 replicas means no waiting", tok, err)
+	}
 }

@@ -61,8 +61,8 @@ var jitter = func(n time.Duration) time.Duration { return rand.N(n + 1) }
 // Waiters are not queued: whoever attempts first after a release gets the
 // lock, and a waiter that has waited long sleeps longer between attempts
 // than one that just came, so a lock busy without pause can leave one waiter
-// without it for long. Lock is for locks held briefly; the README's
-// waiting section gives the figures.
+// without it for long. Lock is for locks held briefly; BENCHMARKS.md gives
+// figures of its fairness.
 //
 // Lock returns an error without sending anything if b is invalid: a
 // negative bound, or Max below Min.
