@@ -73,8 +73,10 @@ func cronReplicaRole(ctx context.Context, env *fault.Env) error {
 
 // TestCronReplicas runs a per-second job with the built-in lease in three
 // replica processes whose clocks are offset, kills one with SIGKILL in the
-// middle of one of its runs, and checks that every slot ran exactly once,
-// and that the others went on running the slots after the kill.
+// middle of one of its runs, and checks that no slot ran twice, that none
+// was missed but the one after the killed run's (whose ticks may all come
+// while the dead run's lease holds the job), and that the others went on
+// running the slots after the kill.
 func TestCronReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	coord := fault.NewCoordinator(t)
@@ -126,14 +128,22 @@ func TestCronReplicas(t *testing.T) {
 		slots = append(slots, s)
 	}
 	slices.Sort(slots)
-	twice, missing, afterKill := 0, 0, 0
+	twice, missing, afterKill, heldByDead := 0, 0, 0, 0
 	for i, s := range slots {
 		if len(bySlot[s]) > 1 {
 			twice++
 			t.Errorf("slot %s ran %d times, by replicas %v", time.Unix(s, 0).Format(time.TimeOnly), len(bySlot[s]), bySlot[s])
 		}
 		if i > 0 && s != slots[i-1]+1 {
-			missing += int(s - slots[i-1] - 1)
+			gap := int(s - slots[i-1] - 1)
+			if slots[i-1] == killedSlot && gap == 1 {
+				// The slot after the killed run's: the dead run holds the
+				// job until its run lease (half a slot) runs out, and the
+				// replicas' ticks for that slot may all come before.
+				heldByDead++
+				continue
+			}
+			missing += gap
 			t.Errorf("slots between %s and %s did not run", time.Unix(slots[i-1], 0).Format(time.TimeOnly), time.Unix(s, 0).Format(time.TimeOnly))
 		}
 		if s > killedSlot {
@@ -155,7 +165,7 @@ func TestCronReplicas(t *testing.T) {
 		Faults:   fmt.Sprintf("clock offsets %v; SIGKILL of replica %d mid-run, %.1fs in", offsets, victim, killedAt.Sub(start).Seconds()),
 		Overlaps: twice,
 		Notes: []string{
-			fmt.Sprintf("%d slots, %d run twice, %d missed, %d after the kill", len(slots), twice, missing, afterKill),
+			fmt.Sprintf("%d slots, %d run twice, %d missed, %d missed under the killed run's lease, %d after the kill", len(slots), twice, missing, heldByDead, afterKill),
 			"replica per slot: " + fmt.Sprint(who),
 		},
 	})
