@@ -5,9 +5,9 @@
 // It is a module of its own, as bench is, so that the library's go.mod
 // doesn't carry chromedp. Run it from this directory:
 //
-//	go test ./...                 # needs chromium and redis-server on PATH
-//	go test ./... -artifacts out  # keep the screenshots under out/
-//	go test ./... -update-docs    # also copy the screenshot to ../docs/statuspage.png
+//	go test ./...               # needs chromium and redis-server on PATH
+//	go test ./... -artifacts    # keep the screenshots, under ./_artifacts
+//	go test ./... -update-docs  # and copy the last one to ../docs/statuspage.png
 //
 // The browser is Debian's chromium (scripts/test installs it when it is
 // missing), or the one CHROMIUM names. Without one the tests fail: they

@@ -14,9 +14,9 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/cron"
 )
 
-// DefaultRefresh is how often the page reloads itself unless [WithRefresh]
+// defaultRefresh is how often the page reloads itself unless WithRefresh
 // says otherwise.
-const DefaultRefresh = 5 * time.Second
+const defaultRefresh = 5 * time.Second
 
 // Handler serves the status page of the jobs that its [cron.Admin] reads;
 // see the package documentation for what it answers. Make one with [New];
@@ -44,7 +44,7 @@ func WithActions() Option {
 }
 
 // WithRefresh sets how often the page reloads itself, in whole seconds
-// (rounded up); 0 turns the reload off. The default is [DefaultRefresh].
+// (rounded up); 0 turns the reload off. The default is 5 seconds.
 // [New] panics if d is negative.
 func WithRefresh(d time.Duration) Option {
 	return func(o *options) { o.refresh = d }
@@ -53,7 +53,7 @@ func WithRefresh(d time.Duration) Option {
 // New returns a Handler that shows the jobs admin reads. It panics if an
 // option is nil or invalid, a programmer's error.
 func New(admin cron.Admin, opts ...Option) *Handler {
-	o := options{refresh: DefaultRefresh}
+	o := options{refresh: defaultRefresh}
 	for i, opt := range opts {
 		if opt == nil {
 			panic(fmt.Sprintf("statuspage: New: option %d is nil", i))

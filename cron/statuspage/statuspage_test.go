@@ -310,6 +310,14 @@ func TestActions(t *testing.T) {
 			t.Errorf("the page after pause lacks %s: its reload would repeat the notice", want)
 		}
 	})
+	t.Run("from the job's own page", func(t *testing.T) {
+		r := v.post("/?job=report&done=run&on=report", v.form("resume", "report"))
+		res, body := do(t, h, r)
+		if want := "?done=resume&job=report&on=report"; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+			t.Fatalf("POST resume from ?job=report = %s, Location %q; want 303, %q; body:\n%s", res.Status, res.Header.Get("Location"), want, body)
+		}
+		post(t, "pause")
+	})
 	t.Run("resume", func(t *testing.T) {
 		post(t, "resume")
 		if st, err := admin.Status(t.Context(), "report"); err != nil || st.Paused {
