@@ -152,10 +152,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 // in headless Chromium over the records of three replicas; reads the
 // table; clicks Pause on a job's row; and checks that the page that comes
 // back shows the job paused, that the job's record says so, and that the
-// page then reloads itself. It keeps a screenshot as an artifact.
+// page then reloads itself; then, with Redis killed, that the page says
+// so with 503. It keeps screenshots as artifacts.
 func TestStatusPageInBrowser(t *testing.T) {
 	ctx := browser(t) // first: it fails fast without Chromium
-	admin := service(t, redistest.Start(t))
+	redisServer := redistest.Start(t)
+	admin := service(t, redisServer)
 	mux := http.NewServeMux()
 	mux.Handle("/admin/cron/", http.StripPrefix("/admin/cron", statuspage.New(admin, statuspage.WithActions())))
 	srv := httptest.NewServer(mux)
@@ -224,6 +226,20 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if !strings.Contains(row, "paused") {
 		t.Errorf("row of hourly-report after the reload = %q, want it to show paused", row)
 	}
+
+	// With Redis gone, the page says so, with 503.
+	redisServer.Kill(t)
+	res = within(t, ctx, "load the page without Redis", chromedp.NavigateResponse(page))
+	if res.Status != http.StatusServiceUnavailable {
+		t.Errorf("GET %s without Redis = %d, want 503", page, res.Status)
+	}
+	alert := within(t, ctx, "read the error", chromedp.Text(chromedp.CSS(`.notice.error`)))
+	for _, want := range []string{"503 Service Unavailable", "cron: listing the job records", "once Redis answers"} {
+		if !strings.Contains(alert, want) {
+			t.Errorf("the page without Redis says %q, want %q", alert, want)
+		}
+	}
+	shot(t, ctx, "redis-down.png")
 }
 
 // shot takes a screenshot of the page, keeps it as the test's artifact

@@ -224,6 +224,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, err err
 	p := h.newPage(w, r)
 	p.Error = err.Error()
 	p.Status = fmt.Sprintf("%d %s", code, http.StatusText(code))
+	p.Unavailable = code == http.StatusServiceUnavailable
 	p.One = r.URL.Query().Get(paramJob)
 	h.render(w, code, p)
 }

@@ -382,6 +382,7 @@ func TestRedisDown(t *testing.T) {
 		want string
 	}{
 		{"page", httptest.NewRequest("GET", "/", nil), "cron: listing the job records"},
+		{"page says it recovers", httptest.NewRequest("GET", "/", nil), "shows the jobs again once Redis answers"},
 		{"json", httptest.NewRequest("GET", "/?format=json", nil), `"error": "cron: listing the job records`},
 		{"one", httptest.NewRequest("GET", "/?job=report", nil), "cron: reading the record of"},
 		{"pause", v.post("/", v.form("pause", "report")), `cron: pause &#34;report&#34;`},
