@@ -17,6 +17,13 @@
 //	go run ./examples/hourlyreport -duration 10s
 //	go run ./examples/hourlyreport -redis redis://127.0.0.1:6379/0 -hour 1m
 //	go run ./examples/hourlyreport -seed             # the job takes the lease
+//	go run ./examples/hourlyreport -admin :8080      # and the status page
+//
+// With -admin the program also serves the jobs' status page
+// (package statuspage), with its Pause, Resume and Run now buttons, at the
+// root of that address: open http://localhost:8080/, pause the report and
+// watch the replicas skip it. The demo has no authentication: a service
+// mounts the page behind its own.
 //
 // If Redis does not answer within 5 seconds, it exits at once with status 1
 // and one line on stderr that says why, before any replica starts.
@@ -33,6 +40,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -45,6 +54,7 @@ import (
 
 	"github.com/wakuwaku-go/wakuwaku"
 	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/cron/statuspage"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
@@ -149,7 +159,8 @@ type config struct {
 	duration time.Duration // 0: until a signal
 	redisURL string        // "": an embedded Redis
 	replicas int
-	seed     bool // the job takes the lease, instead of the runtime
+	seed     bool   // the job takes the lease, instead of the runtime
+	admin    string // "": no status page; else the address to serve it on
 }
 
 func main() {
@@ -190,6 +201,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.redisURL, "redis", "", "a real Redis, as redis://host:port/db (default: an embedded one)")
 	fs.IntVar(&cfg.replicas, "replicas", 3, "how many replicas to run")
 	fs.BoolVar(&cfg.seed, "seed", false, "let the job take the lease by hand (the seed's way) instead of the runtime (cron.Leased)")
+	fs.StringVar(&cfg.admin, "admin", "", "serve the jobs' status page, with its actions, on this address, as :8080 (default: none)")
 	return cfg, fs.Parse(args)
 }
 
@@ -224,6 +236,17 @@ func run(out io.Writer, cfg config) error {
 		return err
 	}
 
+	// Listen before any replica starts, so that a bad -admin fails now.
+	var page *adminServer
+	if cfg.admin != "" {
+		client := redis.NewClient(opts)
+		defer client.Close()
+		if page, err = serveAdmin(cfg.admin, lock.NewDb(client)); err != nil {
+			return err
+		}
+		defer page.srv.Close() // if run returns early; after Shutdown, a no-op
+	}
+
 	lease := lock.New[string]("cron", hour*55/60) // the runtime's default is the same 11/12
 	events := make(chan Event, 64)
 	printed := make(chan struct{})
@@ -236,6 +259,9 @@ func run(out io.Writer, cfg config) error {
 	}
 	fmt.Fprintf(out, "an interval of %v, a lease of %v: %s; a replica starts every %v\n",
 		round(hour), round(lease.TTL()), who, round(apart))
+	if page != nil {
+		fmt.Fprintf(out, "the jobs' status page: %s\n", page.url)
+	}
 	var running []*wakuwaku.Crons
 	start := time.Now()
 	for i := range cfg.replicas {
@@ -259,8 +285,11 @@ func run(out io.Writer, cfg config) error {
 		} else {
 			wakuwaku.CronJob(b, NewHourlyReport).WithCronOptions(cron.WithObserver(cron.Observer{
 				RunSkipped: func(tick cron.Tick, reason string, _ error) {
-					if reason == cron.ReasonLeaseHeld {
+					switch reason {
+					case cron.ReasonLeaseHeld:
 						events <- Event{Replica: dep.Name, At: tick.Scheduled, Kind: Skipped}
+					case cron.ReasonPaused: // with -admin's Pause button, or wakuwaku pause
+						events <- Event{Kind: Note, Note: dep.Name + " skipped: the job is paused"}
 					}
 				},
 			}))
@@ -286,6 +315,9 @@ func run(out io.Writer, cfg config) error {
 	for _, c := range running {
 		errs = append(errs, c.Shutdown(shutdownCtx))
 	}
+	if page != nil {
+		errs = append(errs, page.shutdown(shutdownCtx))
+	}
 	if force.Err() != nil {
 		// Runs may still be going, and may still send events: leave
 		// events open, and return at once.
@@ -300,6 +332,55 @@ func run(out io.Writer, cfg config) error {
 	}
 	fmt.Fprintln(out, "all replicas stopped")
 	return errors.Join(errs...)
+}
+
+// adminServer serves the status page.
+type adminServer struct {
+	srv    *http.Server
+	url    string     // where to open it
+	served chan error // Serve's error, once it returned
+}
+
+// serveAdmin starts serving the status page of the jobs in db on addr.
+func serveAdmin(addr string, db lock.Db) (*adminServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-admin: %w", err)
+	}
+	mux := http.NewServeMux()
+	// The page answers any path; the mux gives it the root only. A service
+	// would mount it under a prefix of its own, with http.StripPrefix,
+	// behind its authentication.
+	mux.Handle("/{$}", statuspage.New(cron.NewAdmin(db), statuspage.WithActions()))
+	a := &adminServer{
+		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		url:    "http://" + browsable(ln.Addr()) + "/",
+		served: make(chan error, 1),
+	}
+	go func() { a.served <- a.srv.Serve(ln) }()
+	return a, nil
+}
+
+// shutdown stops the server and waits for it.
+func (a *adminServer) shutdown(ctx context.Context) error {
+	err := a.srv.Shutdown(ctx)
+	if serr := <-a.served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// browsable is the address of a listener as a browser would open it:
+// localhost for all interfaces.
+func browsable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // printRecord prints what the job's record in Redis says, as any replica

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 )
 
@@ -150,4 +154,70 @@ func TestUnreachableRedis(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], addr) || !strings.Contains(lines[0], "connection refused") || strings.Contains(lines[0], "pool") {
 		t.Errorf("output:\n%s\nwant one line that names %s and the refused connection, without go-redis's pool lines", out.String(), addr)
 	}
+}
+
+// TestAdmin runs the demo with -admin on a free port and reads the status
+// page while the replicas run: the report's row, and its JSON. A port
+// that can't be listened on fails run before any replica starts.
+func TestAdmin(t *testing.T) {
+	t.Parallel()
+	var out syncBuilder
+	cfg := config{hour: 300 * time.Millisecond, duration: 2 * time.Second, replicas: 3, admin: "127.0.0.1:0"}
+	done := make(chan error, 1)
+	go func() { done <- run(&out, cfg) }()
+
+	at := regexp.MustCompile(`(?m)^the jobs' status page: (http://127\.0\.0\.1:\d+/)$`)
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == ""; {
+		if m := at.FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no status page announced within 10s; output:\n%s", out.String())
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	get := func(query string) string {
+		t.Helper()
+		res, err := http.Get(url + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s%s = %s; body:\n%s", url, query, res.Status, body)
+		}
+		return string(body)
+	}
+	var st cron.JobStatus
+	for deadline := time.Now().Add(10 * time.Second); st.Last == nil; {
+		if err := json.Unmarshal([]byte(get("?format=json&job=hourly-report")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run of hourly-report recorded within 10s: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.HasPrefix(st.Last.Replica, "replica-") || st.Last.Outcome != "ok" {
+		t.Errorf("hourly-report's last run = %+v, want one of replica-N, ok", st.Last)
+	}
+	if page := get(""); !strings.Contains(page, `<tr data-job="hourly-report">`) || !strings.Contains(page, `value="pause">Pause</button>`) {
+		t.Errorf("the status page lacks the report's row with its Pause button:\n%s", page)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("run = %v; output:\n%s", err, out.String())
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Errorf("the status page still answers after run returned")
+	}
+
+	t.Run("bad address", func(t *testing.T) {
+		var out strings.Builder
+		err := run(&out, config{hour: time.Second, duration: time.Second, replicas: 3, admin: "127.0.0.1:99999"})
+		if err == nil || !strings.HasPrefix(err.Error(), "-admin: ") || strings.Contains(out.String(), "started") {
+			t.Errorf("run with -admin 127.0.0.1:99999 = %v, output %q; want an -admin error before any replica starts", err, out.String())
+		}
+	})
 }
