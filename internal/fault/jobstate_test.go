@@ -397,12 +397,14 @@ func TestJobKilledMidRun(t *testing.T) {
 					return r.Trigger == "schedule" && r.SlotStart > last && live[r.Child] != nil
 				})
 				last = victim.SlotStart
-				sleepUntil(victim.Start + int64(300*time.Millisecond))
+				// After two heartbeats, before the first, after one.
+				into := []time.Duration{800, 300, 550}[k%3] * time.Millisecond
+				sleepUntil(victim.Start + int64(into))
 				live[victim.Child].Kill(t)
 				killedAt := fault.Now()
 				dead[victim.Child] = killedAt
 				delete(live, victim.Child)
-				victims = append(victims, fmt.Sprintf("%s in slot %s", replicaName(victim.Child), victim.runNote.Slot))
+				victims = append(victims, fmt.Sprintf("%s %v into slot %s's run", replicaName(victim.Child), into, victim.runNote.Slot))
 
 				if tc.attempts >= 2 {
 					retry := waitRun(t, coord, runTTL+10*time.Second, "run of the killed slot elsewhere", func(r jobRun) bool {
@@ -490,7 +492,7 @@ func TestJobKilledMidRun(t *testing.T) {
 				Scenario: "job killed mid-run, " + tc.name,
 				Seconds:  time.Since(start).Seconds(),
 				Ops:      len(runs),
-				Faults:   fmt.Sprintf("%d × SIGKILL of the replica running a slot, 300 ms into its 1 s run", len(dead)),
+				Faults:   fmt.Sprintf("%d × SIGKILL of the replica running a slot, 0.3–0.8 s into its 1 s run", len(dead)),
 				Overlaps: overlaps,
 				Notes:    notes,
 			})
