@@ -627,8 +627,8 @@ func TestJobLongRuns(t *testing.T) {
 // succeeds, after the back-offs, and the record says so. Once a failed
 // attempt is recorded, the test stops its replica with SIGSTOP until the
 // next attempt has begun, so that the attempts run across the replicas:
-// left alone, the replica that failed claims the next attempt first, its
-// own timer being due a millisecond before the others'.
+// left alone, the replica that failed claims the next attempt, its own
+// timer being due when the back-off ends, the other replicas' no earlier.
 func TestJobRetries(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
