@@ -27,6 +27,7 @@ type Coordinator struct {
 	notes   []Note
 	changed chan struct{} // closed and replaced when a note arrives
 	gates   map[string]chan struct{}
+	counts  map[string]int64
 	hooks   map[string]func(Note)
 	conns   []net.Conn
 	wg      sync.WaitGroup
@@ -56,6 +57,7 @@ func NewCoordinator(tb testing.TB) *Coordinator {
 		l:        l,
 		changed:  make(chan struct{}),
 		gates:    map[string]chan struct{}{},
+		counts:   map[string]int64{},
 		hooks:    map[string]func(Note){},
 	}
 	srv := rpc.NewServer()
@@ -191,6 +193,16 @@ func (c *Coordinator) waitNote(ctx context.Context, child int, what string, time
 	}
 }
 
+// Add adds delta to the counter called name, which starts at 0, and returns
+// its new value: a count that every process shares, such as the attempts at
+// a job's slot across replicas.
+func (c *Coordinator) Add(name string, delta int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[name] += delta
+	return c.counts[name]
+}
+
 // Service is the coordinator's RPC service, which children call through a
 // [Link]. Its methods follow net/rpc's conventions; tests don't call them.
 type Service struct{ c *Coordinator }
@@ -242,6 +254,18 @@ func (s *Service) Record(ops []Op, _ *struct{}) error {
 // Note records a child's note, after running the hook set for it.
 func (s *Service) Note(n Note, _ *struct{}) error {
 	s.c.note(n)
+	return nil
+}
+
+// AddArgs are the arguments of [Coordinator.Add].
+type AddArgs struct {
+	Name  string
+	Delta int64
+}
+
+// Add serves [Coordinator.Add].
+func (s *Service) Add(a AddArgs, n *int64) error {
+	*n = s.c.Add(a.Name, a.Delta)
 	return nil
 }
 
@@ -304,6 +328,16 @@ func (l *Link) Note(what string, value int64, text string) error {
 		return errNoLink
 	}
 	return l.c.Call("Fault.Note", Note{Child: l.child, What: what, At: Now(), Value: value, Text: text}, &struct{}{})
+}
+
+// Add is [Coordinator.Add] in the test process.
+func (l *Link) Add(name string, delta int64) (int64, error) {
+	if l == nil {
+		return 0, errNoLink
+	}
+	var n int64
+	err := l.c.Call("Fault.Add", AddArgs{name, delta}, &n)
+	return n, err
 }
 
 // Wait blocks until the test process opens the gate called name.
