@@ -202,6 +202,8 @@ func (r *Runtime) watchSkew(ctx context.Context) {
 		skew, err := measureSkew(cctx, c, r.now)
 		cancel()
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return // Shutdown ended the call
 		case err != nil:
 			r.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not compare its clock with Redis's", slog.Any("error", err))
 		default:
@@ -238,7 +240,7 @@ func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
 	r.mu.Unlock()
 	hctx, cancel := context.WithTimeout(lctx, helloTimeout)
 	defer cancel()
-	if _, err := e.admit.state.claim(hctx, modeHello, &t, next); err != nil {
+	if _, err := e.admit.state.claim(hctx, modeHello, &t, next); err != nil && lctx.Err() == nil {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced",
 			slog.String("job", e.name), slog.Any("error", err))
 	}
