@@ -119,20 +119,10 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time) {
 			if first.Equal(now) {
 				continue // its startup run claims it
 			}
-			s := e.admit.state
-			if s.catchUp > 0 {
-				slot := interval.Slot{}
-				if s.shared {
-					latest, ok := e.every.LatestSlot(now.Add(-s.catchUp), now)
-					if !ok {
-						goto hello
-					}
-					slot = latest
-				}
+			if slot, ok := r.catchUpSlot(e, now); ok {
 				r.extra(ctx, e, modeCatchUp, slot)
 				continue
 			}
-		hello:
 			r.hello(ctx, lctx, e)
 		}
 	}()
@@ -230,6 +220,21 @@ func measureSkew(ctx context.Context, c redisscript.Client, now func() time.Time
 	got := now()
 	mid := sent.Add(got.Sub(sent) / 2)
 	return mid.Sub(cmd.Val()), nil
+}
+
+// catchUpSlot returns the slot that e's catch-up at a start at now is
+// for, if e catches up: for a Cron spec the latest slot that began within
+// its window, for a duration policy the zero Slot (the one that starts
+// now; the record says whether the last interval ran).
+func (r *Runtime) catchUpSlot(e *entry, now time.Time) (interval.Slot, bool) {
+	s := e.admit.state
+	switch {
+	case s.catchUp <= 0:
+		return interval.Slot{}, false
+	case !s.shared:
+		return interval.Slot{}, true
+	}
+	return e.every.LatestSlot(now.Add(-s.catchUp), now)
 }
 
 // hello announces e to its record: the replica and its next tick.
