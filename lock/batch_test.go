@@ -127,9 +127,7 @@ func checkBatch(t *testing.T, db lock.Db, raw redis.Cmdable) {
 func TestManyOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	cnt := &counter{}
-	c := srv.Client(t)
-	c.AddHook(cnt)
+	c, cnt := countedClient(t, srv)
 	db := lock.NewDb(c)
 	ctx := t.Context()
 	// Warm up the connection and the scripts.

@@ -20,9 +20,7 @@ func fenceKeyOf(lockKey string) string { return "@@wakuwaku-entity:LockFence:{" 
 func TestFencedOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	cnt := &counter{}
-	c := srv.Client(t)
-	c.AddHook(cnt)
+	c, cnt := countedClient(t, srv)
 	db := lock.NewDb(c)
 	ctx := t.Context()
 	fencedInvoices.TryLock(ctx, db, 0) // the handshake and the script cache

@@ -13,9 +13,7 @@ import (
 func TestHeld(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	cnt := &counter{}
-	c := srv.Client(t)
-	c.AddHook(cnt)
+	c, cnt := countedClient(t, srv)
 	db := lock.NewDb(c)
 	ro := db.ReadOnly()
 	ctx := t.Context()
@@ -65,9 +63,7 @@ func TestHeld(t *testing.T) {
 func TestInspectRW(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	cnt := &counter{}
-	c := srv.Client(t)
-	c.AddHook(cnt)
+	c, cnt := countedClient(t, srv)
 	db := lock.NewDb(c)
 	ro := db.ReadOnly()
 	ctx := t.Context()

@@ -19,6 +19,15 @@ import (
 // lock operation is one round trip.
 type counter struct{ n atomic.Int64 }
 
+// countedClient returns a client of srv whose commands the counter counts.
+func countedClient(t *testing.T, srv *redistest.Server) (*redis.Client, *counter) {
+	t.Helper()
+	cnt := &counter{}
+	c := srv.Client(t)
+	c.AddHook(cnt)
+	return c, cnt
+}
+
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -42,9 +51,7 @@ var invoices = lock.New[uint64]("invoice", 30*time.Second)
 func TestLockOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	cnt := &counter{}
-	c := srv.Client(t)
-	c.AddHook(cnt)
+	c, cnt := countedClient(t, srv)
 	db := lock.NewDb(c)
 	ctx := t.Context()
 	// Warm up: the connection's handshake, and the first EVALSHA of each

@@ -17,9 +17,7 @@ func TestWithReplicas(t *testing.T) {
 	if n, err := raw.Wait(ctx, 1, 10*time.Second).Result(); n != 1 || err != nil {
 		t.Fatalf("the replica did not connect: WAIT = %v, %v", n, err)
 	}
-	cnt := &counter{}
-	c := master.Client(t)
-	c.AddHook(cnt)
+	c, cnt := countedClient(t, master)
 	db := lock.NewDb(c, lock.WithReplicas(1, time.Second))
 	invoices.TryLock(ctx, db, 0) // the handshake and the scripts
 

@@ -14,9 +14,7 @@ var catalog = lock.NewRW[string]("catalog", 10*time.Second)
 func TestRWLockOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	cnt := &counter{}
-	c := srv.Client(t)
-	c.AddHook(cnt)
+	c, cnt := countedClient(t, srv)
 	db := lock.NewDb(c)
 	ctx := t.Context()
 	w, r := catalog.Keys("tokyo")

@@ -310,9 +310,7 @@ func TestLockWaitOnRedis(t *testing.T) {
 // without an attempt storm; it logs the figures.
 func TestLockContentionOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
-	cnt := &counter{}
 	c := srv.Client(t)
-	c.AddHook(cnt)
 	rec := &recorder{}
 	db := lock.NewDb(c, lock.WithObserver(rec.observe))
 	res := contendWait(t, db, func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.events) }, 4, 3*time.Second, 2*time.Millisecond,
