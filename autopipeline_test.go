@@ -153,3 +153,56 @@ func TestAutoPipelinedReplicas(t *testing.T) {
 		t.Errorf("TryLockMany with WithReplicas over an AutoPipeliner = %v, %v; want an error", toks, err)
 	}
 }
+
+// TestAutoPipelinedCluster runs the lock operations through the
+// autopipeliner of a cluster client, on a three-master Redis Cluster: the
+// one-key operations go to their slot's master in its node's batches, and
+// TryLockMany over names in many slots is refused CROSSSLOT as one call
+// and falls back to a call per slot.
+func TestAutoPipelinedCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		t.Fatalf("AutoPipeline() = %v", err)
+	}
+	t.Cleanup(func() { _ = ap.Close() })
+	db := lock.NewDb(ap)
+	ctx := t.Context()
+	l := lock.New[int]("autopipelined", 30*time.Second)
+
+	var wg sync.WaitGroup
+	for n := range 32 {
+		wg.Go(func() {
+			tok, err := l.TryLock(ctx, db, n)
+			if tok == nil || err != nil {
+				t.Errorf("TryLock(%d) = %v, %v; want a token", n, tok, err)
+				return
+			}
+			if again, err := l.TryLock(ctx, db, n); again != nil || err != nil {
+				t.Errorf("TryLock(%d) while held = %v, %v; want nil, nil", n, again, err)
+			}
+			if ok, err := tok.Release(ctx); !ok || err != nil {
+				t.Errorf("Release(%d) = %v, %v; want true", n, ok, err)
+			}
+		})
+	}
+	wg.Wait()
+
+	names := make([]int, 20)
+	for i := range names {
+		names[i] = i
+	}
+	toks, err := l.TryLockMany(ctx, db, names)
+	if err != nil {
+		t.Fatalf("TryLockMany(%d names) = %v", len(names), err)
+	}
+	for i, tok := range toks {
+		if tok == nil {
+			t.Errorf("TryLockMany: name %d busy, want taken", names[i])
+		}
+	}
+	if ok, err := lock.ReleaseMany(ctx, toks); err != nil || len(ok) != len(names) || !ok[0] || !ok[len(ok)-1] {
+		t.Errorf("ReleaseMany = %v, %v; want all true", ok, err)
+	}
+}
