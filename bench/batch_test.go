@@ -23,75 +23,87 @@ const batchSize = 100
 // TryLock and Release calls, in the same run on the same server. One op is
 // the whole batch: batchSize names taken, then released.
 //
-// It runs twice: over loopback, where a round trip costs less than the
-// server's work for a few names, and over a client whose every write sleeps
+// It runs over two networks: loopback, where a round trip costs less than
+// the server's work for a few names, and a client whose every write sleeps
 // netDelay first, as a request waits on a network between hosts (a sleep
 // lasts longer than asked on a loaded machine: rt/op and ns/op of the
-// sequential case give the round trip it came to).
+// sequential case give the round trip it came to). With -rounds=n, as
+// BenchmarkLock, every case runs n times, one round after the other, the
+// two ways of a round next to each other (which goes first alternates), so
+// that the ratio of a round compares runs made seconds apart.
 func BenchmarkBatch(b *testing.B) {
 	e := getEnv(b)
 	slow := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), Dialer: delayDial(netDelay, e.counter), PoolSize: 4})
 	defer slow.Close()
-	for _, net := range []struct {
+	l := lock.New[int]("batch", ttl)
+	names := make([]int, batchSize)
+	for i := range names {
+		names[i] = i
+	}
+	type way struct {
 		name string
-		c    *redis.Client
-	}{{"loopback", e.client}, {"delayed", slow}} {
-		b.Run(net.name, func(b *testing.B) { benchBatch(b, e, net.c) })
+		run  func(b *testing.B, ctx context.Context, db lock.Db)
+	}
+	ways := []way{
+		{"sequential", func(b *testing.B, ctx context.Context, db lock.Db) {
+			toks := make([]*lock.Token, batchSize)
+			for b.Loop() {
+				for i, n := range names {
+					tok, err := l.TryLock(ctx, db, n)
+					if tok == nil || err != nil {
+						b.Fatalf("TryLock(%d) = %v, %v", n, tok, err)
+					}
+					toks[i] = tok
+				}
+				for _, tok := range toks {
+					if ok, err := tok.Release(ctx); !ok || err != nil {
+						b.Fatalf("Release = %v, %v", ok, err)
+					}
+				}
+			}
+		}},
+		{"many", func(b *testing.B, ctx context.Context, db lock.Db) {
+			for b.Loop() {
+				toks, err := l.TryLockMany(ctx, db, names)
+				if err != nil || toks[batchSize-1] == nil {
+					b.Fatalf("TryLockMany = %v", err)
+				}
+				if ok, err := lock.ReleaseMany(ctx, toks); err != nil || !ok[batchSize-1] {
+					b.Fatalf("ReleaseMany = %v", err)
+				}
+			}
+		}},
+	}
+	nets := []struct {
+		name string
+		db   lock.Db
+	}{{"loopback", lock.NewDb(e.client)}, {"delayed", lock.NewDb(slow)}}
+	ctx := context.Background()
+	for _, n := range nets {
+		// Warm up the connections and the scripts.
+		warm, _ := l.TryLockMany(ctx, n.db, names[:1])
+		lock.ReleaseMany(ctx, warm)
+		if tok, _ := l.TryLock(ctx, n.db, 0); tok != nil {
+			tok.Release(ctx)
+		}
+	}
+	for round := range *rounds {
+		for _, n := range nets {
+			for i := range ways {
+				w := ways[(i+round)%len(ways)]
+				b.Run(n.name+"/"+w.name, func(b *testing.B) {
+					b.ReportAllocs()
+					sent := e.counter.Writes()
+					w.run(b, ctx, n.db)
+					b.ReportMetric(float64(e.counter.Writes()-sent)/float64(b.N), "rt/op")
+				})
+			}
+		}
 	}
 }
 
 // netDelay is what BenchmarkBatch's slow client waits before each write.
 const netDelay = 200 * time.Microsecond
-
-func benchBatch(b *testing.B, e *env, c *redis.Client) {
-	l := lock.New[int]("batch", ttl)
-	db := lock.NewDb(c)
-	ctx := context.Background()
-	names := make([]int, batchSize)
-	for i := range names {
-		names[i] = i
-	}
-	// Warm up the connection and the scripts.
-	warm, _ := l.TryLockMany(ctx, db, names[:1])
-	lock.ReleaseMany(ctx, warm)
-	if tok, _ := l.TryLock(ctx, db, 0); tok != nil {
-		tok.Release(ctx)
-	}
-	b.Run("sequential", func(b *testing.B) {
-		toks := make([]*lock.Token, batchSize)
-		b.ReportAllocs()
-		sent := e.counter.Writes()
-		for b.Loop() {
-			for i, n := range names {
-				tok, err := l.TryLock(ctx, db, n)
-				if tok == nil || err != nil {
-					b.Fatalf("TryLock(%d) = %v, %v", n, tok, err)
-				}
-				toks[i] = tok
-			}
-			for _, tok := range toks {
-				if ok, err := tok.Release(ctx); !ok || err != nil {
-					b.Fatalf("Release = %v, %v", ok, err)
-				}
-			}
-		}
-		b.ReportMetric(float64(e.counter.Writes()-sent)/float64(b.N), "rt/op")
-	})
-	b.Run("many", func(b *testing.B) {
-		b.ReportAllocs()
-		sent := e.counter.Writes()
-		for b.Loop() {
-			toks, err := l.TryLockMany(ctx, db, names)
-			if err != nil || toks[batchSize-1] == nil {
-				b.Fatalf("TryLockMany = %v", err)
-			}
-			if ok, err := lock.ReleaseMany(ctx, toks); err != nil || !ok[batchSize-1] {
-				b.Fatalf("ReleaseMany = %v", err)
-			}
-		}
-		b.ReportMetric(float64(e.counter.Writes()-sent)/float64(b.N), "rt/op")
-	})
-}
 
 // delayDial returns a go-redis dialer whose connections wait d before each
 // write, and count their writes in cnt.

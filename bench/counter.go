@@ -10,8 +10,9 @@ import (
 
 // Counter counts the writes on the connections its dialer made. go-redis
 // writes each command it sends in one write and then waits for the reply,
-// and none of the libraries measured here pipelines, so writes are round
-// trips, and commands sent.
+// so writes are round trips, and commands sent. A pipeline, such as a batch
+// of go-redis's AutoPipeliner, goes in one write too: then a round trip
+// carries many commands.
 type Counter struct {
 	writes atomic.Int64
 }

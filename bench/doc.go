@@ -9,7 +9,9 @@
 //
 // The package itself holds what the benchmarks share: a redis-server process
 // per run ([StartServer]) and a dialer that counts round trips
-// ([Counter]). The lock benchmarks are BenchmarkLock in this package's tests;
-// the cron runs are ./cmd/cronbench, one child process per scheduler; ./run
-// (which calls ./cmd/benchrun) runs both and writes ../BENCHMARKS.md.
+// ([Counter]). The lock benchmarks are BenchmarkLock (go-redis's
+// AutoPipeliner included) and BenchmarkBatch in this package's tests; the
+// cron runs are ./cmd/cronbench, one child process per scheduler; ./run
+// (which calls ./cmd/benchrun) runs them, and the root module's
+// BenchmarkRunProtocol, and writes ../BENCHMARKS.md.
 package bench

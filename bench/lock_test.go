@@ -118,73 +118,7 @@ var (
 )
 
 func impls(c *redis.Client) []impl {
-	ours := lock.New[int]("bench", ttl)
-	db := lock.NewDb(c)
-	ourCycle := func(ctx context.Context, n int, _ string, extends int) error {
-		tok, err := ours.TryLock(ctx, db, n)
-		if err != nil {
-			return err
-		}
-		if tok == nil {
-			return errBusy
-		}
-		for range extends {
-			if ok, err := tok.Extend(ctx); !ok || err != nil {
-				return fmt.Errorf("Extend = %v, %v", ok, err)
-			}
-		}
-		if ok, err := tok.Release(ctx); !ok || err != nil {
-			return fmt.Errorf("Release = %v, %v", ok, err)
-		}
-		return nil
-	}
-	ourTry := func(ctx context.Context, n int, _ string) (bool, error) {
-		tok, err := ours.TryLock(ctx, db, n)
-		if tok == nil || err != nil {
-			return false, err
-		}
-		_, err = tok.Release(ctx)
-		return true, err
-	}
-
-	rawMs := any(ttl.Milliseconds()) // boxed once
-	rawAcquire := func(ctx context.Context, key, tok string) (bool, error) {
-		cmd := redis.NewBoolCmd(ctx, "set", key, tok, "px", rawMs, "nx")
-		c.Process(ctx, cmd)
-		return cmd.Result()
-	}
-	rawReleaseOne := func(ctx context.Context, key, tok string) error {
-		n, err := rawRelease.Run(ctx, c, []string{key}, tok).Int()
-		if n != 1 && err == nil {
-			err = fmt.Errorf("release = %d", n)
-		}
-		return err
-	}
-	rawCycle := func(ctx context.Context, _ int, key string, extends int) error {
-		tok := token()
-		ok, err := rawAcquire(ctx, key, tok)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errBusy
-		}
-		for range extends {
-			if n, err := rawExtend.Run(ctx, c, []string{key}, tok, rawMs).Int(); n != 1 || err != nil {
-				return fmt.Errorf("extend = %d, %v", n, err)
-			}
-		}
-		return rawReleaseOne(ctx, key, tok)
-	}
-	rawTry := func(ctx context.Context, _ int, key string) (bool, error) {
-		tok := token()
-		ok, err := rawAcquire(ctx, key, tok)
-		if !ok || err != nil {
-			return false, err
-		}
-		return true, rawReleaseOne(ctx, key, tok)
-	}
-
+	ours, raw := oursImpl("ours", c), rawImpl("raw", c)
 	bsm := redislock.New(c)
 	bsmCycle := func(ctx context.Context, _ int, key string, extends int) error {
 		l, err := bsm.Obtain(ctx, key, ttl, nil)
@@ -250,11 +184,105 @@ func impls(c *redis.Client) []impl {
 	}
 
 	return []impl{
-		{name: "ours", cycle: ourCycle, try: ourTry},
-		{name: "raw", cycle: rawCycle, try: rawTry},
+		ours,
+		raw,
 		{name: "bsm", cycle: bsmCycle, try: bsmTry},
 		{name: "redsync", cycle: rsCycle, try: rsTry},
 	}
+}
+
+// oursImpl is our Lock over c.
+func oursImpl(name string, c lock.Client) impl {
+	ours := lock.New[int]("bench", ttl)
+	db := lock.NewDb(c)
+	cycle := func(ctx context.Context, n int, _ string, extends int) error {
+		tok, err := ours.TryLock(ctx, db, n)
+		if err != nil {
+			return err
+		}
+		if tok == nil {
+			return errBusy
+		}
+		for range extends {
+			if ok, err := tok.Extend(ctx); !ok || err != nil {
+				return fmt.Errorf("Extend = %v, %v", ok, err)
+			}
+		}
+		if ok, err := tok.Release(ctx); !ok || err != nil {
+			return fmt.Errorf("Release = %v, %v", ok, err)
+		}
+		return nil
+	}
+	try := func(ctx context.Context, n int, _ string) (bool, error) {
+		tok, err := ours.TryLock(ctx, db, n)
+		if tok == nil || err != nil {
+			return false, err
+		}
+		_, err = tok.Release(ctx)
+		return true, err
+	}
+	return impl{name: name, cycle: cycle, try: try}
+}
+
+// rawClient is what the raw baseline needs from go-redis: a command sent
+// through Process, and the script calls of redis.Script.
+type rawClient interface {
+	lock.Client
+	redis.Scripter
+}
+
+// rawImpl is the raw go-redis baseline over c.
+func rawImpl(name string, c rawClient) impl {
+	rawMs := any(ttl.Milliseconds()) // boxed once
+	acquire := func(ctx context.Context, key, tok string) (bool, error) {
+		cmd := redis.NewBoolCmd(ctx, "set", key, tok, "px", rawMs, "nx")
+		c.Process(ctx, cmd)
+		return cmd.Result()
+	}
+	release := func(ctx context.Context, key, tok string) error {
+		n, err := rawRelease.Run(ctx, c, []string{key}, tok).Int()
+		if n != 1 && err == nil {
+			err = fmt.Errorf("release = %d", n)
+		}
+		return err
+	}
+	cycle := func(ctx context.Context, _ int, key string, extends int) error {
+		tok := token()
+		ok, err := acquire(ctx, key, tok)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errBusy
+		}
+		for range extends {
+			if n, err := rawExtend.Run(ctx, c, []string{key}, tok, rawMs).Int(); n != 1 || err != nil {
+				return fmt.Errorf("extend = %d, %v", n, err)
+			}
+		}
+		return release(ctx, key, tok)
+	}
+	try := func(ctx context.Context, _ int, key string) (bool, error) {
+		tok := token()
+		ok, err := acquire(ctx, key, tok)
+		if !ok || err != nil {
+			return false, err
+		}
+		return true, release(ctx, key, tok)
+	}
+	return impl{name: name, cycle: cycle, try: try}
+}
+
+// autoPipelined is ours and the raw baseline over the blocking
+// autopipeliner of c (go-redis's Client.AutoPipeline, with its default
+// options), which sends the commands of concurrent callers together, in
+// one write per batch.
+func autoPipelined(b *testing.B, c *redis.Client) []impl {
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		b.Fatalf("AutoPipeline: %v", err)
+	}
+	return []impl{oursImpl("ours-ap", ap), rawImpl("raw-ap", ap)}
 }
 
 // ourRead is our RWLock's read cycle, measured beside our Lock's.
@@ -310,9 +338,14 @@ func makeKeys(lib string, maxWorkers int) keys {
 // whose load drifts shifts all of them alike; each round starts its groups
 // with a different library, so that none always runs first.
 //
+// Ours and the raw baseline also run over go-redis's AutoPipeliner (the
+// libraries "ours-ap" and "raw-ap"), in the uncontended and the busy cases,
+// interleaved with the rest.
+//
 // Besides time and allocations, each line reports rt/op, the round trips
-// (commands sent: no library here pipelines) per operation counted by the
-// client's dialer, and srv/op, the commands the server executed per
+// per operation counted by the client's dialer (writes: commands sent, but
+// for the autopipelined libraries, whose one write may carry the commands
+// of many callers), and srv/op, the commands the server executed per
 // operation (INFO commandstats, so the commands scripts call count too),
 // cpu-µs/op, this process's CPU time per operation, and srvcpu-µs/op, the
 // server's (INFO cpu). The contended cases make use of cycles/s (attempts
@@ -329,15 +362,27 @@ func BenchmarkLock(b *testing.B) {
 		maxP = max(maxP, p)
 	}
 	libs := impls(e.client)
+	ap := autoPipelined(b, e.client)
 	withRead := append(slices.Clone(libs), ourRead(e.client))
+	withRead = append(withRead, ap...)
+	withAP := append(slices.Clone(libs), ap...)
 	libKeys := make(map[string]keys)
 	// Warm up: load every script and open the connections, so no case pays
-	// for that.
+	// for that. Each library warms up at the widest parallelism, so that the
+	// pools (the client's, and the autopipeliner's pipeline pool) hold their
+	// connections before anything is timed: otherwise the first library of
+	// the first round at p=64 would pay for dialing them.
 	ctx := context.Background()
 	for _, l := range withRead {
 		k := makeKeys(l.name, maxP)
 		libKeys[l.name] = k
-		if err := l.cycle(ctx, k.n[0][0], k.s[0][0], 1); err != nil {
+		errs := make([]error, maxP)
+		var wg sync.WaitGroup
+		for w := range maxP {
+			wg.Go(func() { errs[w] = l.cycle(ctx, k.n[w][0], k.s[w][0], 1) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			b.Fatalf("%s warm-up: %v", l.name, err)
 		}
 	}
@@ -365,7 +410,7 @@ func BenchmarkLock(b *testing.B) {
 			}
 		}
 		for _, p := range ps {
-			for _, l := range rotate(libs, round) {
+			for _, l := range rotate(withAP, round) {
 				b.Run(fmt.Sprintf("busy/p=%d/%s", p, l.name), func(b *testing.B) {
 					benchContended(b, e, p, l, true)
 				})

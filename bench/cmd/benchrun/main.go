@@ -1,7 +1,13 @@
 // Command benchrun runs every side-by-side benchmark of the bench module and
 // writes BENCHMARKS.md: the lock benchmarks (BenchmarkLock, all libraries
-// interleaved on one redis-server in one process), then the cron runs (one
-// child process per scheduler, one after the other).
+// interleaved on one redis-server in one process, and BenchmarkBatch), the
+// leased run protocol of the job records (the root module's
+// BenchmarkRunProtocol), then the cron runs (one child process per
+// scheduler, one after the other).
+//
+// It refuses to measure when the 1-minute load average at its start is
+// above 1 per CPU, unless -force is given; a forced run's report says so in
+// its title and its first lines.
 //
 // Run it from the bench directory, as ../bench/run does:
 //
@@ -39,6 +45,7 @@ type config struct {
 	reportOnly   bool
 	skipLock     bool
 	skipCron     bool
+	force        bool
 }
 
 func main() {
@@ -51,8 +58,9 @@ func main() {
 	flag.IntVar(&c.jobs, "jobs", 10_000, "jobs per cron scheduler")
 	flag.DurationVar(&c.cronFor, "for", 30*time.Second, "how long each cron scheduler runs")
 	flag.BoolVar(&c.reportOnly, "report-only", false, "only rewrite the report from the raw outputs of an earlier run")
-	flag.BoolVar(&c.skipLock, "skip-lock", false, "don't run the lock benchmarks (keep the earlier outputs)")
+	flag.BoolVar(&c.skipLock, "skip-lock", false, "don't run the lock, batch and run-protocol benchmarks (keep the earlier outputs)")
 	flag.BoolVar(&c.skipCron, "skip-cron", false, "don't run the cron schedulers (keep the earlier outputs)")
+	flag.BoolVar(&c.force, "force", false, "measure even when the load at the start is above 1 per CPU; the report then says so, loudly")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "benchrun:", err)
@@ -107,6 +115,8 @@ type runInfo struct {
 	CronFor           time.Duration
 	LockWall          time.Duration
 	CronWall          time.Duration
+	ProtocolWall      time.Duration
+	Forced            bool // -force was given
 }
 
 func measure(c config) (runInfo, error) {
@@ -124,6 +134,9 @@ func measure(c config) (runInfo, error) {
 		Jobs:      c.jobs,
 		CronFor:   c.cronFor,
 	}
+	if err := admitLoad(c, &info); err != nil {
+		return info, err
+	}
 	stopSampling := sampleLoad(&info.LoadSamples)
 	defer stopSampling()
 
@@ -133,6 +146,11 @@ func measure(c config) (runInfo, error) {
 			return info, err
 		}
 		info.LockWall = time.Since(began)
+		began = time.Now()
+		if err := runProtocol(c); err != nil {
+			return info, err
+		}
+		info.ProtocolWall = time.Since(began)
 	}
 	if !c.skipCron {
 		began := time.Now()
@@ -147,7 +165,8 @@ func measure(c config) (runInfo, error) {
 	return info, nil
 }
 
-// runLock builds the test binary and runs BenchmarkLock, teeing its output.
+// runLock builds the test binary and runs BenchmarkBatch and BenchmarkLock,
+// teeing their output.
 func runLock(c config) error {
 	bin := filepath.Join(c.results, "bench.test")
 	if err := command("go", "test", "-c", "-o", bin, ".").Run(); err != nil {
@@ -160,7 +179,7 @@ func runLock(c config) error {
 		return err
 	}
 	defer out.Close()
-	cmd := command(bin, "-test.run", "^$", "-test.bench", "^BenchmarkLock$",
+	cmd := command(bin, "-test.run", "^$", "-test.bench", "^Benchmark(Lock|Batch)$",
 		"-test.benchmem", "-test.benchtime", c.benchtime,
 		"-rounds", fmt.Sprint(c.rounds), "-levels", c.levels, "-cmdlog", cmdLog)
 	cmd.Stdout = io.MultiWriter(out, os.Stderr)

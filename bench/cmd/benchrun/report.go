@@ -229,7 +229,12 @@ func render(dir string, info runInfo) ([]byte, error) {
 
 	var w bytes.Buffer
 	pf := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
-	pf("# Benchmarks\n\n")
+	if overloaded(info) {
+		pf("# Benchmarks (NOT A QUIET RUN: see the warning)\n\n")
+	} else {
+		pf("# Benchmarks\n\n")
+	}
+	pf("%s", loadWarning(info))
 	pf("Side-by-side costs of wakuwaku's locks and cron runtime against the libraries its users would pick instead. ")
 	pf("Written by `bench/run` (the `bench` module, `cmd/benchrun`); every number in the tables below comes from the one run described here (the notes at the end quote a few separate measurements, and say so). ")
 	pf("Re-run it with `bench/run`; it takes about %s.\n\n", roundDuration(info.Finished.Sub(info.Started)))
@@ -254,13 +259,14 @@ func render(dir string, info runInfo) ([]byte, error) {
 	if len(info.Busy) > 0 {
 		pf("| busiest processes at start (%% of one CPU, over 1 s) | %s |\n", strings.Join(info.Busy, ", "))
 	}
-	pf("| lock benchmarks | %d rounds × every case and library, `-benchtime %s`, parallelism %s, %s |\n",
-		info.Rounds, info.Benchtime, info.Levels, roundDuration(info.LockWall))
+	pf("| lock benchmarks | %d rounds × every case and library, `-benchtime %s`, parallelism %s, then the batch, %d rounds; %s |\n",
+		info.Rounds, info.Benchtime, info.Levels, info.Rounds, roundDuration(info.LockWall))
+	pf("| run protocol | `-count %d`, `-benchtime %s`, %s |\n", info.Rounds, info.Benchtime, roundDuration(info.ProtocolWall))
 	pf("| cron runs | %d jobs × %s per scheduler, %s |\n\n", info.Jobs, info.CronFor, roundDuration(info.CronWall))
 	pf("%s\n\n", loadNote(info))
 
-	if lockErr == nil && cronErr == nil {
-		renderTargets(&w, lockRes, cronRuns, info)
+	if lockErr == nil || cronErr == nil {
+		renderTargets(&w, dir, lockRes, cronRuns, info)
 	}
 
 	pf("## Locks\n\n")
@@ -268,6 +274,13 @@ func render(dir string, info runInfo) ([]byte, error) {
 		pf("No lock results: %v\n\n", lockErr)
 	} else {
 		renderLock(&w, lockRes, mix1, info)
+		renderAutoPipelined(&w, lockRes)
+		if batch, err := parseBatch(filepath.Join(dir, "lock.txt")); err == nil {
+			renderBatch(&w, batch, info)
+		}
+	}
+	if proto, err := parseProtocol(filepath.Join(dir, "protocol.txt")); err == nil {
+		renderProtocol(&w, proto, info)
 	}
 
 	pf("## Cron runtime\n\n")
@@ -482,10 +495,10 @@ func renderCron(w *bytes.Buffer, runs map[string]cronRun, info runInfo) error {
 }
 
 // renderTargets checks the issue's targets against this run.
-func renderTargets(w *bytes.Buffer, lockRes map[lockKey][]sample, cronRuns map[string]cronRun, info runInfo) {
+func renderTargets(w *bytes.Buffer, dir string, lockRes map[lockKey][]sample, cronRuns map[string]cronRun, info runInfo) {
 	pf := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	pf("## Targets\n\n")
-	pf("Each target, as the ratio measured in this run (median of the per-round paired ratios, with the range over the rounds).\n\n")
+	pf("Each target, as the ratio measured in this run (median of the per-round paired ratios, with the range over the rounds). A number first is the goal's number in issue 15; the rows without one are the standing targets of the earlier comparisons.\n\n")
 	pf("| target | measured | |\n|---|---|---|\n")
 	verdict := func(ok bool, by string) string {
 		if ok {
@@ -493,23 +506,7 @@ func renderTargets(w *bytes.Buffer, lockRes map[lockKey][]sample, cronRuns map[s
 		}
 		return "**missed** " + by
 	}
-	for _, p := range levels(lockRes, "uncontended") {
-		ours := lockRes[lockKey{"uncontended", p, "ours"}]
-		r := pairedRatio(ours, lockRes[lockKey{"uncontended", p, "raw"}], "ns/op")
-		pf("| uncontended cycle, p=%d: within 1.10× of raw go-redis | ours/raw %s | %s |\n", p, r,
-			verdict(r.med <= 1.10, fmt.Sprintf("by %.0f%%", (r.med/1.10-1)*100)))
-		for _, peer := range []string{"bsm", "redsync"} {
-			r := pairedRatio(ours, lockRes[lockKey{"uncontended", p, peer}], "ns/op")
-			pf("| uncontended cycle, p=%d: faster than %s | ours/%s %s | %s |\n", p, libNames[peer], peer, r,
-				verdict(r.med < 1, fmt.Sprintf("by %.0f%%", (r.med-1)*100)))
-		}
-		for _, peer := range []string{"bsm", "redsync"} {
-			a := median(values(ours, "allocs/op"))
-			b := median(values(lockRes[lockKey{"uncontended", p, peer}], "allocs/op"))
-			pf("| uncontended cycle, p=%d: fewer allocations than %s | %.0f vs %.0f allocs/op | %s |\n", p, libNames[peer], a, b,
-				verdict(a < b, fmt.Sprintf("by %.0f allocs", a-b)))
-		}
-	}
+	renderLockTargets(w, dir, lockRes, info)
 	res, err := decodeCron(cronRuns)
 	if err == nil {
 		if ours, ok := res["ours"]; ok {
