@@ -13,13 +13,19 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// autoPipelined returns a Db over the blocking autopipeliner of a client of
-// srv (go-redis's Client.AutoPipeline, as README.md shows), and a plain
+// autoPipelined returns a Db over an autopipeliner of a client of srv, the
+// blocking one (go-redis's Client.AutoPipeline, as README.md shows) or,
+// with async, the deferred one (Client.AsyncAutoPipeline), whose Process
+// returns before the reply and leaves the error on the command; and a plain
 // client of the same server to look at the keys and flush the scripts with.
-func autoPipelined(t *testing.T, srv *redistest.Server, opts ...lock.DbOption) (lock.Db, *redis.Client) {
+func autoPipelined(t *testing.T, srv *redistest.Server, async bool, opts ...lock.DbOption) (lock.Db, *redis.Client) {
 	t.Helper()
 	c := srv.Client(t)
-	ap, err := c.AutoPipeline()
+	open := c.AutoPipeline
+	if async {
+		open = c.AsyncAutoPipeline
+	}
+	ap, err := open()
 	if err != nil {
 		t.Fatalf("AutoPipeline() = %v", err)
 	}
@@ -27,13 +33,21 @@ func autoPipelined(t *testing.T, srv *redistest.Server, opts ...lock.DbOption) (
 	return lock.NewDb(ap, opts...), srv.Client(t)
 }
 
-// TestAutoPipelined runs each lock operation through go-redis's
-// AutoPipeliner on a real redis-server: acquire, busy, extend, release, the
-// batch, and the scripts' NOSCRIPT fallback after SCRIPT FLUSH, alone and with
-// many goroutines whose EVALSHAs share one pipeline.
+// TestAutoPipelined runs each lock operation through both faces of
+// go-redis's AutoPipeliner on a real redis-server: acquire, busy, extend,
+// release, the batch, and the scripts' NOSCRIPT fallback after SCRIPT FLUSH,
+// alone and with many goroutines whose EVALSHAs share one pipeline.
 func TestAutoPipelined(t *testing.T) {
 	srv := redistest.Start(t)
-	db, plain := autoPipelined(t, srv)
+	for _, face := range []string{"blocking", "async"} {
+		t.Run(face, func(t *testing.T) {
+			db, plain := autoPipelined(t, srv, face == "async")
+			testAutoPipelined(t, db, plain)
+		})
+	}
+}
+
+func testAutoPipelined(t *testing.T, db lock.Db, plain *redis.Client) {
 	ctx := t.Context()
 	l := lock.New[string]("autopipelined", 30*time.Second)
 	rw := lock.NewRW[string]("autopipelined", 30*time.Second)
@@ -139,7 +153,7 @@ func TestAutoPipelined(t *testing.T) {
 // where it would count that connection's writes, not the lock's.
 func TestAutoPipelinedReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	db, plain := autoPipelined(t, srv, lock.WithReplicas(1, 10*time.Millisecond))
+	db, plain := autoPipelined(t, srv, false, lock.WithReplicas(1, 10*time.Millisecond))
 	ctx := t.Context()
 	l := lock.New[string]("autopipelined", 30*time.Second)
 	tok, err := l.TryLock(ctx, db, "replicated")

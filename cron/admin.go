@@ -153,7 +153,7 @@ func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 		return JobStatus{}, err
 	}
 	cmd := redis.NewMapStringStringCmd(ctx, "hgetall", recordKey(job))
-	if err := c.Process(ctx, cmd); err != nil {
+	if err := redisscript.Process(ctx, c, cmd); err != nil {
 		return JobStatus{}, fmt.Errorf("cron: reading the record of %q: %w", job, err)
 	}
 	if len(cmd.Val()) == 0 {
@@ -175,7 +175,7 @@ func (a Admin) Jobs(ctx context.Context) ([]JobStatus, error) {
 		cursor := uint64(0)
 		for {
 			cmd := redis.NewScanCmd(ctx, nil, "scan", cursor, "match", recordPrefix+"*", "count", 1000)
-			if err := node.Process(ctx, cmd); err != nil {
+			if err := redisscript.Process(ctx, node, cmd); err != nil {
 				return err
 			}
 			keys, next := cmd.Val()

@@ -214,7 +214,7 @@ func (r *Runtime) watchSkew(ctx context.Context) {
 func measureSkew(ctx context.Context, c redisscript.Client, now func() time.Time) (time.Duration, error) {
 	cmd := redis.NewTimeCmd(ctx, "time")
 	sent := now()
-	if err := c.Process(ctx, cmd); err != nil {
+	if err := redisscript.Process(ctx, c, cmd); err != nil {
 		return 0, err
 	}
 	got := now()

@@ -334,10 +334,10 @@ func isRedirect(err error) bool {
 // fallback, and writes the answers into res. It never waits for replicas.
 func (b *batch) once(ctx context.Context, c Client, g []int) error {
 	cmd := b.cmd(ctx, "evalsha", b.s.sha, g)
-	err := c.Process(ctx, cmd)
+	err := process(ctx, c, cmd)
 	if err != nil && isNoScript(err) {
 		cmd = b.cmd(ctx, "eval", b.s.src, g)
-		err = c.Process(ctx, cmd)
+		err = process(ctx, c, cmd)
 	}
 	if err == nil {
 		err = answers(cmd, g, b.res)

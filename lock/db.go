@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -46,6 +47,10 @@ type Db struct {
 	// nilType is the type of the typed nil NewDb was given as its client,
 	// such as "*redis.Client", for ErrNoClient to name; c is then nil.
 	nilType string
+	// script is set once the server refused the acquire's SET … NX GET
+	// (a server older than Redis 7): acquires send lockScript from then on.
+	// NewDb makes it; the Dbs narrowed from a Db share it.
+	script *atomic.Bool
 }
 
 // NewDb returns a Db that may take every lock, over c. A go-redis
@@ -65,7 +70,7 @@ func NewDb(c Client, opts ...DbOption) Db {
 	if c != nil && (cfg.observe != nil || cfg.replicas > 0) {
 		c = &wrapped{c: c, observe: cfg.observe, replicas: cfg.replicas, waitMs: ttlMillis(cfg.wait)}
 	}
-	return Db{c: c, nilType: nilType}
+	return Db{c: c, nilType: nilType, script: new(atomic.Bool)}
 }
 
 // clientOrNil turns an interface holding a nil pointer (or other nil value)
@@ -100,11 +105,7 @@ func (d Db) Ping(ctx context.Context) error {
 		return ErrNoClient
 	}
 	cmd := redis.NewStatusCmd(ctx, "ping")
-	err := d.c.Process(ctx, cmd)
-	if err == nil {
-		err = cmd.Err()
-	}
-	if err != nil {
+	if err := process(ctx, d.c, cmd); err != nil {
 		return fmt.Errorf("lock: ping redis: %w", err)
 	}
 	return nil
@@ -169,7 +170,7 @@ func (d Db) Only(locks ...Entity) Db {
 		}
 	}
 	slices.SortFunc(allow, compareEntity)
-	return Db{c: d.c, only: true, allow: slices.CompactFunc(allow, func(a, b entity) bool { return a == b }), nilType: d.nilType}
+	return Db{c: d.c, only: true, allow: slices.CompactFunc(allow, func(a, b entity) bool { return a == b }), nilType: d.nilType, script: d.script}
 }
 
 // ReadOnly returns a read-only handle over the same client. No lock operation

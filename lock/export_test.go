@@ -3,6 +3,7 @@ package lock
 import (
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,3 +31,12 @@ var FamilyOf = familyOf
 
 // FenceKey exposes fenceKey, the key of a fenced lock's number.
 var FenceKey = fenceKey
+
+// ScriptAcquires returns a copy of db whose acquires send the script, as
+// they do once the server refused SET … NX GET, for the benchmark that
+// compares the two.
+func ScriptAcquires(db Db) Db {
+	db.script = new(atomic.Bool)
+	db.script.Store(true)
+	return db
+}

@@ -9,17 +9,23 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// answering is an in-process client that answers every script with 1, so
-// that a benchmark on it measures what the library itself costs around the
-// round trip.
+// answering is an in-process client that answers every acquire as a free
+// lock and every script with 1, so that a benchmark on it measures what the
+// library itself costs around the round trip.
 type answering struct{}
 
 func (answering) Process(_ context.Context, cmd redis.Cmder) error {
-	if c, ok := cmd.(*redis.IntCmd); ok {
+	switch c := cmd.(type) {
+	case *redis.IntCmd:
 		c.SetVal(1)
+	case *redis.RawCmd:
+		c.SetVal(freeReply)
 	}
 	return nil
 }
+
+// freeReply is the RESP3 nil with which SET … NX GET answers a free key.
+var freeReply = []byte("_\r\n")
 
 // BenchmarkTryLockLocal measures TryLock and Release without a network, with
 // no observer (the hot path every Db without one takes) and with one.

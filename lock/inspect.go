@@ -26,7 +26,7 @@ func (l Lock[N]) Held(ctx context.Context, db ReadOnlyDb, name N) (remaining tim
 	}
 	key := l.Key(name)
 	cmd := redis.NewIntCmd(ctx, "pttl", key)
-	if err := db.c.Process(ctx, cmd); err != nil {
+	if err := process(ctx, db.c, cmd); err != nil {
 		return 0, false, err
 	}
 	switch ms := cmd.Val(); {
@@ -67,10 +67,10 @@ func (l RWLock[N]) Inspect(ctx context.Context, db ReadOnlyDb, name N) (RWState,
 	}
 	w, r := l.Keys(name)
 	cmd := redis.NewSliceCmd(ctx, "evalsha", inspectRW.sha, 2, w, r)
-	err := db.c.Process(ctx, cmd)
+	err := process(ctx, db.c, cmd)
 	if err != nil && isNoScript(err) {
 		cmd = redis.NewSliceCmd(ctx, "eval", inspectRW.src, 2, w, r)
-		err = db.c.Process(ctx, cmd)
+		err = process(ctx, db.c, cmd)
 	}
 	if err != nil {
 		return RWState{}, err

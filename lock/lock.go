@@ -57,10 +57,12 @@ func (l Lock[N]) entity() entity { return entity{kind: kindLock, ns: l.f.ns} }
 
 // TryLock takes the lock called name if it is free and returns its token, or
 // returns nil and no error if someone else holds it. It never waits for the
-// lock. It sends one command, a script that sets the key as SET key token NX
-// PX ttl would and also answers yes when the key already holds this token, so
-// a retry by the client after a dropped connection recognizes its own earlier
-// success.
+// lock. It sends one command, SET key token NX GET PX ttl, which sets the
+// key as SET NX does and answers with what the key held before, so that a
+// retry by the client after a dropped connection recognizes its own earlier
+// success: a key that already holds this token counts as taken. A server
+// older than Redis 7, which refuses that command, is sent a script that does
+// the same, in one round trip once the Db has met the refusal.
 //
 // TryLock returns an error wrapping [ErrNotPermitted] without sending anything
 // if db may not take this lock, ctx's error if ctx is done, and the client's
@@ -71,7 +73,7 @@ func (l Lock[N]) TryLock(ctx context.Context, db Db, name N) (*Token, error) {
 	}
 	t := newToken(db.c, l.Key(name), l.f.lease, l.f.ms)
 	sent := time.Now()
-	n, err := lockScript.run(ctx, db.c, &t.key, nil, &t.value, l.f.ms)
+	n, err := db.acquire(ctx, t, l.f.ms)
 	if o, ok := db.c.(*wrapped); ok {
 		o.acquired(l.entity(), "lock", n, err, sent)
 	}

@@ -99,6 +99,9 @@ func (l *lease) getDeadline() time.Time {
 type Token struct {
 	lease
 	key string
+	// argv holds the acquire's command while it is sent, so that the
+	// command's arguments cost no allocation of their own.
+	argv [7]any
 }
 
 func newToken(c Client, key string, ttl time.Duration, ms any) *Token {

@@ -17,10 +17,10 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// memLocks is an in-process stand-in for Redis that answers the acquire
-// and release scripts of a Lock (an EVALSHA with a TTL is an acquire, one
-// without a release) on the clock of the goroutine that calls it, so that
-// waiting runs on synctest's fake time. It counts the attempts.
+// memLocks is an in-process stand-in for Redis that answers the acquire's
+// SET … NX GET PX and the release script of a Lock on the clock of the
+// goroutine that calls it, so that waiting runs on synctest's fake time. It
+// counts the attempts.
 type memLocks struct {
 	mu       sync.Mutex
 	held     map[string]memHold
@@ -34,7 +34,13 @@ type memHold struct {
 
 func (m *memLocks) Process(_ context.Context, cmd redis.Cmder) error {
 	args := cmd.Args()
-	key, value := *args[3].(*string), *args[4].(*string)
+	acquire := cmd.Name() == "set"
+	var key, value string
+	if acquire { // set key value nx get px ms
+		key, value = *args[1].(*string), *args[2].(*string)
+	} else { // evalsha sha 1 key value
+		key, value = *args[3].(*string), *args[4].(*string)
+	}
 	time.Sleep(rtt) // on fake time: the round trip
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -44,14 +50,19 @@ func (m *memLocks) Process(_ context.Context, cmd redis.Cmder) error {
 		delete(m.held, key)
 		ok = false
 	}
-	var n int64
-	if len(args) == 6 { // acquire
+	if acquire {
 		m.attempts++
-		if !ok || h.value == value {
-			m.held[key] = memHold{value, now.Add(time.Duration(args[5].(int64)) * time.Millisecond)}
-			n = 1
+		reply := "_\r\n"
+		if ok {
+			reply = fmt.Sprintf("$%d\r\n%s\r\n", len(h.value), h.value)
+		} else {
+			m.held[key] = memHold{value, now.Add(time.Duration(args[6].(int64)) * time.Millisecond)}
 		}
-	} else if ok && h.value == value {
+		cmd.(*redis.RawCmd).SetVal([]byte(reply))
+		return nil
+	}
+	var n int64
+	if ok && h.value == value {
 		delete(m.held, key)
 		n = 1
 	}

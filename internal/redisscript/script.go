@@ -33,12 +33,24 @@ func New(src string) Script {
 // answers NOSCRIPT, and returns the command with its reply.
 func (s Script) Run(ctx context.Context, c Client, keys []string, args ...any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, argv("evalsha", s.sha, keys, args)...)
-	err := c.Process(ctx, cmd)
+	err := Process(ctx, c, cmd)
 	if err != nil && IsNoScript(err) {
 		cmd = redis.NewCmd(ctx, argv("eval", s.src, keys, args)...)
-		_ = c.Process(ctx, cmd)
+		_ = Process(ctx, c, cmd)
 	}
 	return cmd
+}
+
+// Process sends cmd through c and returns its error: the one c.Process
+// returns or, when that is nil, the one the command holds. The two differ
+// for go-redis's asynchronous AutoPipeliner, whose Process only queues the
+// command and returns nil at once; reading the command's error waits for
+// its reply. Every command of this module goes through it.
+func Process(ctx context.Context, c Client, cmd redis.Cmder) error {
+	if err := c.Process(ctx, cmd); err != nil {
+		return err
+	}
+	return cmd.Err()
 }
 
 func argv(verb, body string, keys []string, args []any) []any {
