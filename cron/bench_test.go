@@ -105,3 +105,47 @@ func BenchmarkRun(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// countingJob counts its runs and closes done at the n-th.
+type countingJob struct {
+	name  string
+	every interval.Interval
+	runs  *atomic.Int64
+	n     int64
+	done  chan struct{}
+}
+
+func (j *countingJob) Name() string                { return j.name }
+func (j *countingJob) Interval() interval.Interval { return j.every }
+func (j *countingJob) Process(context.Context, cron.Tick) error {
+	if j.runs.Add(1) == j.n {
+		close(j.done)
+	}
+	return nil
+}
+
+// BenchmarkRunQuiet is BenchmarkRun without an observer or a logger, as a
+// service that only runs its jobs has it: each op one run, and its
+// allocations are the runtime's alone (the tick, the worker's hand-off and
+// the next tick's scheduling).
+func BenchmarkRunQuiet(b *testing.B) {
+	const n = 1_000
+	var count atomic.Int64
+	done := make(chan struct{})
+	jobs := make([]cron.Job, n)
+	for i := range jobs {
+		jobs[i] = &countingJob{name: "job-" + strconv.Itoa(i), every: interval.AfterStart(time.Millisecond),
+			runs: &count, n: int64(max(b.N, n)), done: done}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	rt, err := cron.Start(jobs, cron.WithMaxOverlap(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	<-done
+	b.StopTimer()
+	if err := rt.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -86,9 +86,7 @@ func (r *Runtime) extra(ctx context.Context, e *entry, mode claimMode, slot inte
 	}
 	r.inflight.Add(1)
 	r.mu.Unlock()
-	c := newChunk()
-	c.add(a)
-	r.hand(ctx, c)
+	r.alone(ctx, a)
 }
 
 // finishedExtra records the end of a run that extra started.

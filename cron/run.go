@@ -94,7 +94,11 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	}
 	inProcess = false
 	end = r.now()
-	r.report(ctx, e, t, err, end.Sub(begin))
+	took := end.Sub(begin)
+	// Only a job without an admission, whose run has nothing but Process
+	// to wait for, goes to the workers; and only while it is quick.
+	e.quick.Store(e.admit == nil && took < stragglerAfter)
+	r.report(ctx, e, t, err, took)
 	if held != nil {
 		r.complete(ctx, a, held, err, end)
 	}

@@ -79,6 +79,7 @@ type entry struct {
 	// Guarded by Runtime.mu, but for active, which a run's end lowers
 	// without it.
 	active atomic.Int32 // runs in progress
+	quick  atomic.Bool  // its last run took less than stragglerAfter
 	ticks  uint64       // ticks so far, skipped ones included
 }
 
@@ -328,9 +329,10 @@ func (r *Runtime) dispatch(ctx context.Context) (int64, bool) {
 }
 
 // startBatch hands the runs that dispatch decided on to the workers, and
-// reports the ticks it skipped, and empties the batch. A full batch goes
-// to one worker as a chunk; the runs of a smaller one, the last of a
-// dispatch, go one by one, so that the idle workers share them.
+// reports the ticks it skipped, and empties the batch. The runs of quick
+// jobs in a full batch go to one worker as a chunk; those of a smaller
+// one, the last of a dispatch, go one by one, so that the idle workers
+// share them. The other jobs' runs get a goroutine each (see workers.go).
 func (r *Runtime) startBatch(ctx context.Context, full bool) {
 	var c *chunk
 	for i, a := range r.batch {
@@ -345,6 +347,10 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 		if a.skip != "" {
 			r.skipped(ctx, &a.tick, a.skip)
 			putRun(a)
+			continue
+		}
+		if !a.e.quick.Load() {
+			r.alone(ctx, a)
 			continue
 		}
 		if c == nil {

@@ -14,11 +14,16 @@ import (
 // scheduling for each of thousands of runs due at one instant.
 //
 // A worker runs a chunk's runs one after the other, so a run that takes
-// long would hold up the runs behind it. A worker whose chunk is not done
-// stragglerAfter after it began it is therefore replaced: a new goroutine
-// takes the rest of the chunk and the worker's place at the FIFO, and the
-// old one ends with the run it is in. A slow or blocked run holds its own
-// goroutine, as it would with a goroutine per run, and delays nothing else.
+// long would hold up the runs behind it. So only the runs of quick jobs go
+// to the workers: jobs without an admission (whose runs have nothing but
+// Process to wait for) whose last run took less than stragglerAfter. The
+// others, and every job's first run, whose time nobody knows yet, get a
+// goroutine each, as all runs once did. And a worker whose chunk is not
+// done stragglerAfter after it began it (a quick job turned slow) is
+// replaced: a new goroutine takes the rest of the chunk and the worker's
+// place at the FIFO, and the old one ends with the run it is in. A slow or
+// blocked run holds a goroutine of its own and delays the others by
+// stragglerAfter at most, once.
 
 // stragglerAfter is how long a worker may spend on a chunk before the rest
 // of the chunk and its place go to a new goroutine.
@@ -83,6 +88,16 @@ func getRun() *runArgs { return runs.Get().(*runArgs) }
 func putRun(a *runArgs) {
 	*a = runArgs{}
 	runs.Put(a)
+}
+
+// alone runs a in a goroutine of its own.
+func (r *Runtime) alone(ctx context.Context, a *runArgs) {
+	r.workers.Add(1)
+	go func() {
+		defer r.workers.Done()
+		r.run(ctx, a)
+		putRun(a)
+	}()
 }
 
 // worker is one worker goroutine's state, which its straggler timer reads.
