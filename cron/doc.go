@@ -5,9 +5,9 @@
 // A job is a value with two methods, [Job], or a function that [Func] makes
 // one of. [Start] checks the jobs, starts each one's startup run at once and
 // returns the [Runtime]; the runtime then starts every further run on time,
-// each in a goroutine of its own, so one job's slow run never delays another
-// job. [Runtime.Shutdown] stops scheduling and waits for the runs in
-// progress. Package crontest runs jobs on several replicas on fake time, for
+// and one job's slow run does not hold up another job's (see Cost).
+// [Runtime.Shutdown] stops scheduling and waits for the runs in progress.
+// Package crontest runs jobs on several replicas on fake time, for
 // their tests.
 //
 // # Schedules
@@ -40,9 +40,15 @@
 // # Cost
 //
 // The runtime has one scheduler goroutine and one timer, whatever the number
-// of jobs: due times wait in a min-heap, and a goroutine exists for a job
-// only while one of its runs is in progress. An idle job costs a small
-// record on the heap. A [Leased] job also has a record in Redis, and the
+// of jobs: due times wait in a min-heap, and an idle job costs a small
+// record on the heap (80 bytes, beside the job itself). The runs of quick
+// jobs, whose last run took less than a millisecond, go to a pool of
+// max(2, GOMAXPROCS) workers, in chunks when thousands are due at once;
+// every other run (a job's first, a slow job's, one with an admission or a
+// lease) gets a goroutine of its own for as long as it lasts. A quick job
+// that turns slow delays the runs queued behind it in its worker by a
+// millisecond at most: then another goroutine takes them, and the worker's
+// place. A [Leased] job also has a record in Redis, and the
 // runtime keeps one Pub/Sub subscription per Redis client of its leased
 // jobs, on which run-now requests come ([Admin.RunNow]).
 package cron

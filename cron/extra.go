@@ -78,15 +78,15 @@ func (r *Runtime) extra(ctx context.Context, e *entry, mode claimMode, slot inte
 		scheduled = slot.Start
 	}
 	e.ticks++
-	a := &runArgs{e: e, extra: true, mode: mode, tick: Tick{
-		Scheduled: scheduled, Slot: slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1,
-	}}
-	if e.index >= 0 {
-		a.next = e.due
+	a := getRun()
+	a.e, a.extra, a.mode = e, true, mode
+	a.tick = Tick{Scheduled: scheduled, Slot: slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1}
+	if e.admit.queued {
+		a.next = time.Unix(0, e.admit.due)
 	}
 	r.inflight.Add(1)
 	r.mu.Unlock()
-	go r.run(ctx, a)
+	r.alone(ctx, a)
 }
 
 // finishedExtra records the end of a run that extra started.
@@ -240,8 +240,11 @@ func (r *Runtime) catchUpSlot(e *entry, now time.Time) (interval.Slot, bool) {
 // hello announces e to its record: the replica and its next tick.
 func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
 	r.mu.Lock()
-	t := Tick{Job: e.name, Scheduled: e.due, Slot: e.every.Plan(e.due, e.due).Slot}
-	next := e.due
+	var next time.Time // none, for a job with no tick to come
+	if e.admit.due != 0 {
+		next = time.Unix(0, e.admit.due)
+	}
+	t := Tick{Job: e.name, Scheduled: next, Slot: e.every.Plan(next, next).Slot}
 	r.mu.Unlock()
 	hctx, cancel := context.WithTimeout(lctx, helloTimeout)
 	defer cancel()

@@ -11,8 +11,9 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// runArgs is what a run's goroutine gets: on the heap, so that the run's
-// stack frames stay small (see run).
+// runArgs is a run: what the scheduler decided at its tick, and what a
+// worker needs to run it. They are reused (see getRun), so that a tick
+// allocates nothing.
 type runArgs struct {
 	e        *entry
 	tick     Tick
@@ -20,23 +21,28 @@ type runArgs struct {
 	next     time.Time // the next tick, if known as the run starts
 	mode     claimMode // what a leased job's claim asks for
 	extra    bool      // not a tick of the schedule: a retry, catch-up or request
+
+	// What the scheduler reports about the tick itself.
+	skip   string        // the reason, if the tick is skipped
+	late   time.Duration // how late the tick was, if it was late
+	noMore bool          // the policy has no further tick: the job is done
 }
 
 // errGoexit is how a leased job's record reports a run that called
 // runtime.Goexit.
 var errGoexit = errors.New("cron: the job called runtime.Goexit")
 
-// run does one run of a.e in its own goroutine: the admission check (and a
-// leased job's claim), then Process, then the report (and the claim's
+// run does one run of a.e in a worker: the admission check (and a leased
+// job's claim), then Process, then the report (and the claim's
 // completion). Whatever happens, even a runtime.Goexit in the job, finished
 // is called, so the job keeps its schedule and Shutdown its count. A panic
 // in Process is recovered here and reported as a *PanicError.
 //
-// The run's goroutine is kept within its initial stack, or it would be
-// copied to a larger one at every run: the Tick, 136 bytes, stays on the
-// heap and goes by pointer to the functions run calls, copied only where
-// the job or the observer gets it; and Process is called from run itself,
-// whose deferred function calls recover only if Process did not return.
+// The Tick, 136 bytes, stays in a and goes by pointer to the functions run
+// calls, copied only where the job or the observer gets it; Process is
+// called from run itself, whose deferred function calls recover only if
+// Process did not return. A goroutine that a straggler's worker hands its
+// chunk to starts with a small stack, which that keeps it within.
 func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	e, t := a.e, &a.tick
 	var begin, end time.Time
@@ -88,7 +94,11 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	}
 	inProcess = false
 	end = r.now()
-	r.report(ctx, e, t, err, end.Sub(begin))
+	took := end.Sub(begin)
+	// Only a job without an admission, whose run has nothing but Process
+	// to wait for, goes to the workers; and only while it is quick.
+	e.quick.Store(e.admit == nil && took < stragglerAfter)
+	r.report(ctx, e, t, err, took)
 	if held != nil {
 		r.complete(ctx, a, held, err, end)
 	}
@@ -145,8 +155,9 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 // processHeld runs a leased job's Process under its run lease, which
 // lock.WhileHeld extends while it runs.
 func processHeld(ctx context.Context, j Job, t *Tick, held *runLease) error {
+	tick := *t
 	_, err := lock.WhileHeld(ctx, held, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, j.Process(ctx, *t)
+		return struct{}{}, j.Process(ctx, tick)
 	})
 	return err
 }
@@ -327,8 +338,8 @@ func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t *
 
 // logLate logs a tick that came more than a period late, which runs once
 // for all the ticks it stands for.
-func (r *Runtime) logLate(ctx context.Context, d decision) {
+func (r *Runtime) logLate(ctx context.Context, a *runArgs) {
 	r.log.LogAttrs(ctx, slog.LevelWarn, "cron job is late; missed ticks run once",
-		slog.String("job", d.tick.Job), slog.Uint64("run", d.tick.Run),
-		slog.Time("scheduled", d.tick.Scheduled), slog.Duration("late", d.late))
+		slog.String("job", a.tick.Job), slog.Uint64("run", a.tick.Run),
+		slog.Time("scheduled", a.tick.Scheduled), slog.Duration("late", a.late))
 }

@@ -37,10 +37,15 @@ type Runtime struct {
 	// batch is where dispatch collects the ticks it starts or skips, at
 	// most dispatchChunk at a time. Only the scheduler (and Start, before
 	// the scheduler exists) touches it.
-	batch []decision
+	batch []*runArgs
+
+	// work is the FIFO of runs waiting for a worker (see workers.go), and
+	// workers counts the goroutines that take them.
+	work    chan *chunk
+	workers sync.WaitGroup
 
 	mu    sync.Mutex
-	queue queue // entries waiting for their next tick, by due time
+	queue queue // jobs waiting for their next tick, by due time
 
 	// A run that finished needs no lock unless its job is queued again
 	// from its end (AtLeast, AfterFinish): with thousands of runs at once,
@@ -61,21 +66,44 @@ type Runtime struct {
 	endListens context.CancelFunc // ends the listeners' dials and calls
 }
 
-// entry is a job and its scheduling state. It is what an idle job costs, so
-// it is kept small: jobs that share a policy share one copy of it, and the
-// counters are 32 bits.
+// entry is a job and its scheduling state. It is what an idle job costs,
+// with its 16-byte item in the queue, so it is kept small: jobs that share
+// a policy share one copy of it, the due time lives in the queue alone, and
+// the count of active runs is 32 bits.
 type entry struct {
 	job   Job
 	name  string
-	every *interval.Interval // never nil; shared, never modified
-	admit *admission         // nil for a job that every tick runs
+	every *policy    // never nil; shared
+	admit *admission // nil for a job that every tick runs
 
 	// Guarded by Runtime.mu, but for active, which a run's end lowers
 	// without it.
-	index  int32        // position in the queue, -1 when not in it
 	active atomic.Int32 // runs in progress
-	due    time.Time    // when the next tick is due, while queued
+	quick  atomic.Bool  // its last run took less than stragglerAfter
 	ticks  uint64       // ticks so far, skipped ones included
+}
+
+// policy is the interval.Interval that jobs share, and the last plan it
+// made: thousands of jobs of one policy due at one instant are planned
+// once, not once each.
+type policy struct {
+	interval.Interval
+
+	// The plan for a tick due at due and handled at now (Unix
+	// nanoseconds), if planned. Guarded by Runtime.mu.
+	due, now int64
+	plan     interval.Plan
+	planned  bool
+}
+
+// planAt returns the plan of a tick due at due and handled at now, from
+// the last one made if it was for the same two instants. r.mu is held.
+func (p *policy) planAt(due int64, now time.Time, nowNs int64) interval.Plan {
+	if !p.planned || p.due != due || p.now != nowNs {
+		p.plan = p.Plan(time.Unix(0, due), now)
+		p.due, p.now, p.planned = due, nowNs, true
+	}
+	return p.plan
 }
 
 // admission is a job's admission check and what the runtime keeps about
@@ -86,6 +114,12 @@ type admission struct {
 	state *jobState // a Leased job's record
 	lease string    // the name of a Leased job's lease, for its log records
 
+	// When the job's next tick is due (Unix nanoseconds), as it was last
+	// queued, and whether it is queued now: a leased job's extra runs
+	// and its announcement need it. Guarded by Runtime.mu.
+	due    int64
+	queued bool
+
 	// The admission failures in a row, and when the first of them began
 	// (Unix nanoseconds), so that an outage is logged once when it begins
 	// and once when it ends. Only runs touch them, without Runtime.mu.
@@ -94,29 +128,16 @@ type admission struct {
 }
 
 // dispatchChunk is how many due ticks dispatch takes from the queue at a
-// time before it starts their runs. Thousands of jobs due at once are
-// started a chunk at a time, and the scheduler yields between chunks so that
-// the runs it started get to run (and finish) before it starts more: the
-// batch never grows, and the goroutines that exist at once stay near a
-// chunk's worth, rather than thousands whose descriptors the Go runtime
-// would keep for good.
-const dispatchChunk = 64
+// time, under one reading of the clock, before it hands their runs to the
+// workers as one chunk. Thousands of jobs due at once are handed out a
+// chunk at a time, and the scheduler yields between chunks so that the
+// workers get to run them before it takes more.
+const dispatchChunk = 16
 
-// decision is what dispatch does with one tick: start a run, or skip the
-// tick and say why.
-type decision struct {
-	e        *entry
-	tick     Tick
-	skip     string        // the reason, if the tick is skipped
-	late     time.Duration // how late the tick was, if it was late
-	atFinish bool          // the next tick is queued when the run finishes
-	noMore   bool          // the policy has no further tick: the job is done
-	next     time.Time     // the next tick, if known now
-}
-
-// Start checks the jobs and the options, starts every job's startup run and
-// returns the running runtime. The startup runs have begun, each in its own
-// goroutine, by the time Start returns.
+// Start checks the jobs and the options, queues every job's startup run
+// and returns the running runtime. The startup runs have been handed to
+// the runtime's workers, which start them at once, by the time Start
+// returns.
 //
 // Start returns an error wrapping [ErrInvalidJob] or [ErrInvalidOption],
 // before any job runs, if a job is nil, has the zero interval or an empty
@@ -136,10 +157,11 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	}
 
 	// One allocation holds every job's entry: an idle job costs its entry
-	// and its place in the queue, nothing more.
+	// and its place in the queue, nothing more. The queue's order of ties
+	// relies on it (see queue).
 	entries := make([]entry, len(jobs))
 	byName := make(map[string]int, len(jobs))
-	policies := make(map[interval.Interval]*interval.Interval)
+	policies := make(map[interval.Interval]*policy)
 	for i, j := range jobs {
 		name, every, err := describe(i, j)
 		if err != nil {
@@ -151,11 +173,11 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		byName[name] = i
 		shared := policies[every]
 		if shared == nil {
-			shared = new(every)
+			shared = &policy{Interval: every}
 			policies[every] = shared
 		}
 		e := &entries[i]
-		e.job, e.name, e.every, e.index = j, name, shared, -1
+		e.job, e.name, e.every = j, name, shared
 	}
 	for name, admit := range o.admissions {
 		i, ok := byName[name]
@@ -183,7 +205,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 			if err := e.every.CheckLease(lease.TTL); err != nil {
 				return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, e.name, err)
 			}
-			state, err := newJobState(*e.every, lease, o.replica, o.now)
+			state, err := newJobState(e.every.Interval, lease, o.replica, o.now)
 			if err != nil {
 				return nil, err
 			}
@@ -208,20 +230,31 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		loopDone:   make(chan struct{}),
 		idle:       make(chan struct{}),
 		queue:      make(queue, 0, len(entries)),
-		batch:      make([]decision, 0, dispatchChunk),
+		batch:      make([]*runArgs, 0, dispatchChunk),
+		work:       make(chan *chunk, workQueue),
 		leased:     leased,
 	}
 	now := r.now()
+	// Each policy says once when its jobs' first tick is due.
+	type first struct {
+		due int64
+		ok  bool
+	}
+	firsts := make(map[*policy]first, len(policies))
+	for _, p := range policies {
+		at, ok := p.First(now)
+		firsts[p] = first{at.UnixNano(), ok}
+	}
 	for i := range entries {
 		e := &entries[i]
-		if first, ok := e.every.First(now); ok {
-			e.due = first
-			r.queue.push(e)
+		if f := firsts[e.every]; f.ok {
+			r.requeue(e, f.due)
 		}
 	}
 	if r.log.Enabled(ctx, slog.LevelInfo) {
 		r.logStart(ctx, entries)
 	}
+	r.startWorkers(ctx)
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
 	if len(leased) > 0 {
@@ -243,15 +276,15 @@ func (r *Runtime) logStart(ctx context.Context, entries []entry) {
 // loop is the scheduler: it sleeps until the earliest due tick, or until a
 // finished run or Shutdown wakes it, and dispatches what is due. next and
 // ok are what the first dispatch, in Start, returned.
-func (r *Runtime) loop(ctx context.Context, next time.Time, ok bool) {
+func (r *Runtime) loop(ctx context.Context, next int64, ok bool) {
 	defer close(r.loopDone)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		// The wait is measured after dispatch has started its runs, which
-		// takes a while for thousands of jobs due at once.
+		// The wait is measured after dispatch has handed out its runs,
+		// which takes a while for thousands of jobs due at once.
 		if ok {
-			timer.Reset(next.Sub(r.now()))
+			timer.Reset(time.Duration(next - r.now().UnixNano()))
 		} else {
 			timer.Stop()
 		}
@@ -266,75 +299,98 @@ func (r *Runtime) loop(ctx context.Context, next time.Time, ok bool) {
 }
 
 // dispatch starts or skips every tick that is due, and returns when the
-// next one is due, or false if no job waits for a tick. Job code and the
-// observer run after the lock is released.
-func (r *Runtime) dispatch(ctx context.Context) (time.Time, bool) {
+// next one is due (Unix nanoseconds), or false if no job waits for a tick.
+// Job code and the observer run after the lock is released.
+func (r *Runtime) dispatch(ctx context.Context) (int64, bool) {
 	r.mu.Lock()
-	now := r.now()
 	for {
-		for len(r.batch) < dispatchChunk && !r.stopped.Load() && len(r.queue) > 0 && !r.queue[0].due.After(now) {
-			e := r.queue.pop()
-			r.batch = append(r.batch, r.tick(e, now))
+		now := r.now()
+		nowNs := now.UnixNano()
+		for len(r.batch) < dispatchChunk && !r.stopped.Load() && len(r.queue) > 0 && r.queue[0].due <= nowNs {
+			r.batch = append(r.batch, r.tick(r.queue.pop(), now, nowNs))
 		}
-		var next time.Time
+		var next int64
 		waiting := !r.stopped.Load() && len(r.queue) > 0
 		if waiting {
 			next = r.queue[0].due
 		}
-		more := waiting && !next.After(now)
+		more := waiting && next <= nowNs
 		r.mu.Unlock()
 
-		r.startBatch(ctx)
+		r.startBatch(ctx, more)
 		if !more {
 			return next, waiting
 		}
-		// Let the runs just started run before starting more (see
-		// dispatchChunk).
+		// Let the workers run what was just handed out before taking more
+		// (see dispatchChunk).
 		runtime.Gosched()
 		r.mu.Lock()
 	}
 }
 
-// startBatch starts or skips the runs that dispatch decided on, and empties
-// the batch.
-func (r *Runtime) startBatch(ctx context.Context) {
-	for i, d := range r.batch {
-		if d.late > 0 {
-			r.logLate(ctx, d)
+// startBatch hands the runs that dispatch decided on to the workers, and
+// reports the ticks it skipped, and empties the batch. The runs of quick
+// jobs in a full batch go to one worker as a chunk; those of a smaller
+// one, the last of a dispatch, go one by one, so that the idle workers
+// share them. The other jobs' runs get a goroutine each (see workers.go).
+func (r *Runtime) startBatch(ctx context.Context, full bool) {
+	var c *chunk
+	for i, a := range r.batch {
+		r.batch[i] = nil
+		if a.late > 0 {
+			r.logLate(ctx, a)
 		}
-		if d.skip != "" {
-			r.skipped(ctx, &d.tick, d.skip)
-		} else {
-			go r.run(ctx, &runArgs{e: d.e, tick: d.tick, atFinish: d.atFinish, next: d.next})
-		}
-		if d.noMore {
+		if a.noMore {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
-				slog.String("job", d.tick.Job), slog.String("interval", d.e.every.String()))
+				slog.String("job", a.tick.Job), slog.String("interval", a.e.every.String()))
 		}
-		r.batch[i] = decision{}
+		if a.skip != "" {
+			r.skipped(ctx, &a.tick, a.skip)
+			putRun(a)
+			continue
+		}
+		if !a.e.quick.Load() {
+			r.alone(ctx, a)
+			continue
+		}
+		if c == nil {
+			c = newChunk()
+		}
+		c.add(a)
+		if !full {
+			r.hand(ctx, c)
+			c = nil
+		}
+	}
+	if c != nil {
+		r.hand(ctx, c)
 	}
 	r.batch = r.batch[:0]
 }
 
-// tick decides what to do with e's tick, which is due at or before now, and
-// queues e's next tick if it is known already. r.mu is held.
-func (r *Runtime) tick(e *entry, now time.Time) decision {
+// tick decides what to do with the tick of it, which is due at or before
+// now, and queues the job's next tick if it is known already. r.mu is held.
+func (r *Runtime) tick(it item, now time.Time, nowNs int64) *runArgs {
+	e := it.e
+	if e.admit != nil {
+		e.admit.queued = false
+	}
 	e.ticks++
-	p := e.every.Plan(e.due, now)
-	d := decision{e: e, atFinish: p.AtFinish, tick: Tick{
-		Scheduled: p.Scheduled, Slot: p.Slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1,
-	}}
+	p := e.every.planAt(it.due, now, nowNs)
+	a := getRun()
+	a.e, a.atFinish = e, p.AtFinish
+	a.tick = Tick{Scheduled: p.Scheduled, Slot: p.Slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1}
 	if p.HasNext {
-		d.next = p.Next
+		a.next = p.Next
 	}
 	if p.Late {
-		d.late = now.Sub(e.due)
+		a.late = time.Duration(nowNs - it.due)
 	}
 	switch {
 	case p.HasNext:
-		r.requeue(e, p.Next)
+		r.requeue(e, p.Next.UnixNano())
 	case !p.AtFinish:
-		d.noMore = true
+		a.noMore = true
 	}
 
 	limit, reason := 1, ReasonStillRunning
@@ -343,18 +399,21 @@ func (r *Runtime) tick(e *entry, now time.Time) decision {
 	}
 	if int(e.active.Load()) >= limit {
 		// A job queued only at a run's finish never gets here.
-		d.skip = reason
-		return d
+		a.skip = reason
+		return a
 	}
 	e.active.Add(1)
 	r.inflight.Add(1)
-	return d
+	return a
 }
 
-// requeue queues e for a tick at due. r.mu is held.
-func (r *Runtime) requeue(e *entry, due time.Time) {
-	e.due = due
-	r.queue.push(e)
+// requeue queues e for a tick at due (Unix nanoseconds), and reports
+// whether it is due first. r.mu is held.
+func (r *Runtime) requeue(e *entry, due int64) bool {
+	if e.admit != nil {
+		e.admit.due, e.admit.queued = due, true
+	}
+	return r.queue.push(due, e) == 0
 }
 
 // finished records the end of a run of e that started at start and ended at
@@ -387,75 +446,11 @@ func (r *Runtime) requeueAfter(e *entry, start, end time.Time) {
 	if !ok {
 		return
 	}
-	r.requeue(e, next)
-	if e.index == 0 {
+	if r.requeue(e, next.UnixNano()) {
 		// The scheduler sleeps until a later tick: wake it for this one.
 		select {
 		case r.wake <- struct{}{}:
 		default:
 		}
-	}
-}
-
-// queue is a min-heap of entries by due time. It is written out rather than
-// run through container/heap, whose calls through an interface were a fifth
-// of the scheduler's time with thousands of jobs due at once.
-type queue []*entry
-
-func (q queue) less(i, j int) bool { return q[i].due.Before(q[j].due) }
-
-func (q queue) swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index = int32(i)
-	q[j].index = int32(j)
-}
-
-// push adds e to the queue.
-func (q *queue) push(e *entry) {
-	e.index = int32(len(*q))
-	*q = append(*q, e)
-	q.up(len(*q) - 1)
-}
-
-// pop removes the entry due first from the queue, which must not be empty,
-// and returns it.
-func (q *queue) pop() *entry {
-	old := *q
-	n := len(old) - 1
-	old.swap(0, n)
-	old[:n].down(0)
-	e := old[n]
-	old[n] = nil
-	e.index = -1
-	*q = old[:n]
-	return e
-}
-
-func (q queue) up(j int) {
-	for j > 0 {
-		i := (j - 1) / 2 // parent
-		if !q.less(j, i) {
-			return
-		}
-		q.swap(i, j)
-		j = i
-	}
-}
-
-func (q queue) down(i int) {
-	n := len(q)
-	for {
-		j := 2*i + 1 // left child
-		if j >= n {
-			return
-		}
-		if r := j + 1; r < n && q.less(r, j) {
-			j = r
-		}
-		if !q.less(j, i) {
-			return
-		}
-		q.swap(i, j)
-		i = j
 	}
 }

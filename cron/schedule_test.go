@@ -3,6 +3,8 @@ package cron_test
 import (
 	"context"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -259,6 +261,49 @@ func TestJobsDoNotWaitForEachOther(t *testing.T) {
 		wantTimes(t, "start", t0, starts, seconds(0, 10, 20, 30, 40))
 		starts, _, _ = slow.snapshot()
 		wantTimes(t, "slow start", t0, starts, seconds(0))
+	})
+}
+
+// TestBurstRunsDoNotWaitForBlockedOnes runs 1,001 jobs due at one
+// instant, of which the first blocks in its second run until the test
+// ends: the other 1,000 finish that tick all the same. The first runs are
+// quick, so that the second ones go to the runtime's workers, where the
+// blocked run sits in a chunk ahead of others.
+func TestBurstRunsDoNotWaitForBlockedOnes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1000
+		every := interval.MustCron("*/10 * * * * *")
+		release := make(chan struct{})
+		blocked := make(chan struct{})
+		var finished atomic.Int64
+		jobs := []cron.Job{&testJob{name: "blocker", every: every, process: func(_ context.Context, tick cron.Tick) error {
+			if tick.Run == 2 {
+				close(blocked)
+				<-release
+			}
+			return nil
+		}}}
+		for i := range n {
+			jobs = append(jobs, &testJob{name: "job-" + strconv.Itoa(i), every: every, process: func(_ context.Context, tick cron.Tick) error {
+				if tick.Run == 2 {
+					finished.Add(1)
+				}
+				return nil
+			}})
+		}
+		start(t, jobs)
+		t.Cleanup(func() { close(release) }) // before the Shutdown that start registered
+
+		time.Sleep(15 * time.Second) // the bubble's clock starts on a slot: the next is 10 s in
+		synctest.Wait()
+		select {
+		case <-blocked:
+		default:
+			t.Fatal("the blocker's second run did not start")
+		}
+		if got := finished.Load(); got != n {
+			t.Errorf("%d of the other jobs' second runs finished beside the blocked one, want %d", got, n)
+		}
 	})
 }
 

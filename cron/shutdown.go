@@ -42,8 +42,8 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime shutting down", slog.Int64("runs", r.inflight.Load()))
 	}
 
-	// The scheduler only starts goroutines and reports skipped ticks, so
-	// it returns at once: wait for it whatever ctx says.
+	// The scheduler only hands runs to the workers and reports skipped
+	// ticks, so it returns at once: wait for it whatever ctx says.
 	<-r.loopDone
 	r.listeners.Wait()
 	select {
@@ -59,6 +59,8 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	// The workers end as soon as they see the runtime idle.
+	r.workers.Wait()
 	// Nothing uses the context any more; cancelling it releases it.
 	r.cancel(ErrShutdown)
 	r.stopLog.Do(func() { r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime stopped") })
