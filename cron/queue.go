@@ -49,11 +49,16 @@ func (q *queue) pop() item {
 	return it
 }
 
+// The heap is 4-ary: a parent's four children are 64 bytes, one cache
+// line, and the tree is half as deep as a binary one, so a pop from a
+// queue of 100,000 jobs moves an item 8 levels rather than 17.
+const arity = 4
+
 // up moves the item at j towards the root while it is due before its
 // parent, and returns where it ends.
 func (q queue) up(j int) int {
 	for j > 0 {
-		i := (j - 1) / 2 // parent
+		i := (j - 1) / arity // parent
 		if !q.less(j, i) {
 			break
 		}
@@ -66,12 +71,15 @@ func (q queue) up(j int) int {
 func (q queue) down(i int) {
 	n := len(q)
 	for {
-		j := 2*i + 1 // left child
-		if j >= n {
+		first := arity*i + 1 // first child
+		if first >= n {
 			return
 		}
-		if r := j + 1; r < n && q.less(r, j) {
-			j = r
+		j := first // the child due first
+		for c := first + 1; c < min(first+arity, n); c++ {
+			if q.less(c, j) {
+				j = c
+			}
 		}
 		if !q.less(j, i) {
 			return

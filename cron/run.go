@@ -21,6 +21,7 @@ type runArgs struct {
 	next     time.Time // the next tick, if known as the run starts
 	mode     claimMode // what a leased job's claim asks for
 	extra    bool      // not a tick of the schedule: a retry, catch-up or request
+	alone    bool      // run in a goroutine of its own, not in a worker
 
 	// What the scheduler reports about the tick itself.
 	skip   string        // the reason, if the tick is skipped
@@ -61,8 +62,10 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 			if held != nil {
 				r.complete(ctx, a, held, err, end)
 			}
-		case begin.IsZero():
-			end = t.Started // a skipped run took no time
+		case end.IsZero():
+			// A skipped run took no time; and a run whose end nobody
+			// needs (see timed) is not timed.
+			end = t.Started
 		}
 		if a.extra {
 			r.finishedExtra()
@@ -84,7 +87,15 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	if r.observer.RunStarted != nil {
 		r.runStarted(t)
 	}
-	begin = r.now()
+	// The clock is read only for whoever needs the run's times: the
+	// observer, the logger, a policy that counts from a run's end, a
+	// leased job's record, or the choice between a goroutine of its own
+	// and the workers (which a run in a worker leaves to its straggler
+	// timer).
+	timed := a.alone || r.observer.RunFinished != nil || r.log.Enabled(ctx, slog.LevelError)
+	if timed {
+		begin = r.now()
+	}
 	inProcess = true
 	var err error
 	if held != nil {
@@ -93,11 +104,19 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 		err = e.job.Process(ctx, *t)
 	}
 	inProcess = false
-	end = r.now()
-	took := end.Sub(begin)
-	// Only a job without an admission, whose run has nothing but Process
-	// to wait for, goes to the workers; and only while it is quick.
-	e.quick.Store(e.admit == nil && took < stragglerAfter)
+	var took time.Duration
+	if timed || a.atFinish || held != nil {
+		end = r.now()
+	}
+	if timed {
+		took = end.Sub(begin)
+	}
+	if a.alone {
+		// Only a job without an admission, whose run has nothing but
+		// Process to wait for, goes to the workers; and only while it is
+		// quick.
+		e.quick.Store(e.admit == nil && took < stragglerAfter)
+	}
 	r.report(ctx, e, t, err, took)
 	if held != nil {
 		r.complete(ctx, a, held, err, end)

@@ -16,14 +16,15 @@ import (
 // A worker runs a chunk's runs one after the other, so a run that takes
 // long would hold up the runs behind it. So only the runs of quick jobs go
 // to the workers: jobs without an admission (whose runs have nothing but
-// Process to wait for) whose last run took less than stragglerAfter. The
-// others, and every job's first run, whose time nobody knows yet, get a
-// goroutine each, as all runs once did. And a worker whose chunk is not
-// done stragglerAfter after it began it (a quick job turned slow) is
-// replaced: a new goroutine takes the rest of the chunk and the worker's
-// place at the FIFO, and the old one ends with the run it is in. A slow or
-// blocked run holds a goroutine of its own and delays the others by
-// stragglerAfter at most, once.
+// Process to wait for) whose last run in a goroutine of its own took less
+// than stragglerAfter. The others, and every job's first run, whose time
+// nobody knows yet, get a goroutine each, as all runs once did. And a
+// worker whose chunk is not done stragglerAfter after it began it (a quick
+// job turned slow) is replaced: a new goroutine takes the rest of the
+// chunk and the worker's place at the FIFO, the old one ends with the run
+// it is in, and that run's job is no longer quick. A slow or blocked run
+// holds a goroutine of its own and delays the others by stragglerAfter at
+// most, once.
 
 // stragglerAfter is how long a worker may spend on a chunk before the rest
 // of the chunk and its place go to a new goroutine.
@@ -92,6 +93,7 @@ func putRun(a *runArgs) {
 
 // alone runs a in a goroutine of its own.
 func (r *Runtime) alone(ctx context.Context, a *runArgs) {
+	a.alone = true
 	r.workers.Add(1)
 	go func() {
 		defer r.workers.Done()
@@ -103,6 +105,8 @@ func (r *Runtime) alone(ctx context.Context, a *runArgs) {
 // worker is one worker goroutine's state, which its straggler timer reads.
 type worker struct {
 	timer *time.Timer // fires stragglerAfter into a chunk
+
+	running atomic.Pointer[entry] // the job whose run is in progress
 
 	mu       sync.Mutex
 	chunk    *chunk // the chunk in progress, nil between chunks
@@ -171,9 +175,11 @@ func (r *Runtime) runChunk(ctx context.Context, w *worker, c *chunk, stay bool) 
 		w.timer.Reset(stragglerAfter)
 	}
 	for a := c.claim(); a != nil; a = c.claim() {
+		w.running.Store(a.e)
 		r.run(ctx, a)
 		putRun(a)
 	}
+	w.running.Store(nil)
 	w.timer.Stop()
 	w.mu.Lock()
 	w.chunk = nil
@@ -191,6 +197,11 @@ func (r *Runtime) straggling(ctx context.Context, w *worker, stay bool) {
 	c := w.chunk
 	if c == nil || w.replaced {
 		return // the chunk was done in time
+	}
+	if e := w.running.Load(); e != nil {
+		// Most likely the run that holds the chunk up: its job's next
+		// runs get a goroutine of their own.
+		e.quick.Store(false)
 	}
 	w.replaced = true
 	c.refs.Add(1)
