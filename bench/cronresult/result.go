@@ -5,8 +5,19 @@ package cronresult
 // Result is what one run of cronbench prints, as JSON.
 type Result struct {
 	Lib  string  `json:"lib"`
+	Mode string  `json:"mode"` // "second", "idle" or "burst"
 	Jobs int     `json:"jobs"`
 	For  float64 `json:"for_s"`
+	// Due is how many of the jobs are due at each burst (mode burst).
+	Due int `json:"due,omitempty"`
+	// StartS is how long starting the scheduler with its jobs took: for
+	// ours, Start, which also hands out the startup runs.
+	StartS float64 `json:"start_s"`
+	// CPUPerHourS is the CPU time (user + system) of the idle window,
+	// scaled to an hour (mode idle).
+	CPUPerHourS float64 `json:"cpu_per_idle_hour_s,omitempty"`
+	// Early counts runs that started before they were due (mode burst).
+	Early int64 `json:"early"`
 
 	// CPU is the user and system time the process used from just before
 	// the jobs were made until the end of the run, in seconds.

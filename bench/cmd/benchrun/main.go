@@ -3,7 +3,7 @@
 // interleaved on one redis-server in one process, and BenchmarkBatch), the
 // leased run protocol of the job records (the root module's
 // BenchmarkRunProtocol), then the cron runs (one child process per
-// scheduler, one after the other).
+// scheduler: the idle runs side by side, then each burst alone).
 //
 // It refuses to measure when the 1-minute load average at its start is
 // above 1 per CPU, unless -force is given; a forced run's report says so in
@@ -11,7 +11,7 @@
 //
 // Run it from the bench directory, as ../bench/run does:
 //
-//	go run ./cmd/benchrun [-rounds 8] [-benchtime 500ms] [-for 30s] [-out ../BENCHMARKS.md]
+//	go run ./cmd/benchrun [-rounds 8] [-benchtime 500ms] [-jobs 100000] [-due 10000] [-for 20s] [-idle-for 125s] [-out ../BENCHMARKS.md]
 //
 // The raw outputs go to -results (results/ by default, ignored by git);
 // -report-only rewrites the report from them without running anything.
@@ -20,6 +20,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -40,8 +41,9 @@ type config struct {
 	rounds       int
 	benchtime    string
 	levels       string
-	jobs         int
+	jobs, due    int
 	cronFor      time.Duration
+	idleFor      time.Duration
 	reportOnly   bool
 	skipLock     bool
 	skipCron     bool
@@ -55,8 +57,10 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 8, "rounds of the lock comparisons (each round runs every library once per case)")
 	flag.StringVar(&c.benchtime, "benchtime", "500ms", "go test -benchtime for each lock benchmark")
 	flag.StringVar(&c.levels, "levels", "1,16,64", "parallelism levels of the lock benchmarks")
-	flag.IntVar(&c.jobs, "jobs", 10_000, "jobs per cron scheduler")
-	flag.DurationVar(&c.cronFor, "for", 30*time.Second, "how long each cron scheduler runs")
+	flag.IntVar(&c.jobs, "jobs", 100_000, "jobs per cron scheduler")
+	flag.IntVar(&c.due, "due", 10_000, "how many of the cron jobs are due at each burst")
+	flag.DurationVar(&c.cronFor, "for", 20*time.Second, "how long each cron scheduler's burst run lasts")
+	flag.DurationVar(&c.idleFor, "idle-for", 125*time.Second, "how long the cron schedulers' idle runs last (side by side)")
 	flag.BoolVar(&c.reportOnly, "report-only", false, "only rewrite the report from the raw outputs of an earlier run")
 	flag.BoolVar(&c.skipLock, "skip-lock", false, "don't run the lock, batch and run-protocol benchmarks (keep the earlier outputs)")
 	flag.BoolVar(&c.skipCron, "skip-cron", false, "don't run the cron schedulers (keep the earlier outputs)")
@@ -112,7 +116,9 @@ type runInfo struct {
 	Benchtime         string
 	Levels            string
 	Jobs              int
+	Due               int
 	CronFor           time.Duration
+	IdleFor           time.Duration
 	LockWall          time.Duration
 	CronWall          time.Duration
 	ProtocolWall      time.Duration
@@ -132,7 +138,9 @@ func measure(c config) (runInfo, error) {
 		Benchtime: c.benchtime,
 		Levels:    c.levels,
 		Jobs:      c.jobs,
+		Due:       c.due,
 		CronFor:   c.cronFor,
+		IdleFor:   c.idleFor,
 	}
 	if err := admitLoad(c, &info); err != nil {
 		return info, err
@@ -194,41 +202,76 @@ func runLock(c config) error {
 var cronLibs = []string{"ours", "gocron", "robfig"}
 
 // cronRun is one scheduler's result: cronbench's own report, and what the
-// kernel says the whole child process used.
+// kernel says the whole child process used. Error says why there is no
+// report: the scheduler did not survive the run.
 type cronRun struct {
-	Result    json.RawMessage
+	Result    json.RawMessage `json:",omitempty"`
+	Error     string          `json:",omitempty"`
 	ChildUser float64
 	ChildSys  float64
 	ChildRSS  int64 // max resident set, KiB
 	Wall      time.Duration
 }
 
+// cronRuns is cron.json: every scheduler's idle run and burst run.
+type cronRuns struct {
+	Idle, Burst map[string]cronRun
+}
+
+// runCron runs the idle children side by side (they are idle, so they
+// hardly share the machine), then each scheduler's burst alone.
 func runCron(c config) error {
 	bin := filepath.Join(c.results, "cronbench")
 	if err := command("go", "build", "-o", bin, "./cmd/cronbench").Run(); err != nil {
 		return fmt.Errorf("building cronbench: %w", err)
 	}
-	runs := make(map[string]cronRun)
+	runs := cronRuns{Idle: make(map[string]cronRun), Burst: make(map[string]cronRun)}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for _, lib := range cronLibs {
-		cmd := exec.Command(bin, "-lib", lib, "-jobs", fmt.Sprint(c.jobs), "-for", c.cronFor.String())
-		var stdout bytes.Buffer
-		cmd.Stdout = &stdout
-		cmd.Stderr = os.Stderr
-		fmt.Fprintf(os.Stderr, "benchrun: %s\n", strings.Join(cmd.Args, " "))
-		began := time.Now()
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("cronbench -lib %s: %w", lib, err)
-		}
-		r := cronRun{Result: bytes.TrimSpace(stdout.Bytes()), Wall: time.Since(began)}
+		wg.Go(func() {
+			r := runChild(bin, c.idleFor, "-lib", lib, "-mode", "idle", "-jobs", fmt.Sprint(c.jobs), "-idle-for", c.idleFor.String())
+			mu.Lock()
+			runs.Idle[lib] = r
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, lib := range cronLibs {
+		runs.Burst[lib] = runChild(bin, c.cronFor, "-lib", lib, "-mode", "burst", "-jobs", fmt.Sprint(c.jobs),
+			"-due", fmt.Sprint(c.due), "-for", c.cronFor.String())
+	}
+	return writeJSON(filepath.Join(c.results, "cron.json"), runs)
+}
+
+// runChild runs cronbench with args, for a run that lasts about d, and
+// returns its report, or why there is none.
+func runChild(bin string, d time.Duration, args ...string) cronRun {
+	ctx, cancel := context.WithTimeout(context.Background(), d+3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	fmt.Fprintf(os.Stderr, "benchrun: %s\n", strings.Join(cmd.Args, " "))
+	began := time.Now()
+	err := cmd.Run()
+	r := cronRun{Wall: time.Since(began)}
+	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.ChildUser = seconds(ru.Utime)
 			r.ChildSys = seconds(ru.Stime)
 			r.ChildRSS = ru.Maxrss
 		}
-		fmt.Fprintf(os.Stderr, "%s\n", r.Result)
-		runs[lib] = r
 	}
-	return writeJSON(filepath.Join(c.results, "cron.json"), runs)
+	if err != nil {
+		r.Error = err.Error()
+		fmt.Fprintf(os.Stderr, "benchrun: %s: %v\n", strings.Join(args, " "), err)
+		return r
+	}
+	r.Result = bytes.TrimSpace(stdout.Bytes())
+	fmt.Fprintf(os.Stderr, "%s\n", r.Result)
+	return r
 }
 
 func seconds(tv syscall.Timeval) float64 {

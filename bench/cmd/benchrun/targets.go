@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
+
+	"github.com/wakuwaku-go/wakuwaku/bench/cronresult"
 )
 
 // verdictOf says whether a target was met, and by how much it was missed.
@@ -132,4 +135,84 @@ func renderLockTargets(w *bytes.Buffer, dir string, lockRes map[lockKey][]sample
 				verdictOf(a < b, fmt.Sprintf("by %.0f allocs", a-b+1)))
 		}
 	}
+}
+
+// The bounds of goal 5: heap per idle job, and the p99 lateness of a burst.
+const (
+	idleHeapTarget = 170.0 // bytes per job
+	burstP99Target = 10.0  // ms
+)
+
+// renderCronTargets writes the Targets rows of goal 5, the cron runtime at
+// many jobs, then the standing targets of the cron comparison: less heap
+// per idle job and less CPU per idle hour than robfig/cron and gocron.
+func renderCronTargets(w *bytes.Buffer, runs cronRuns) {
+	pf := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	idle, err := decodeCron(runs.Idle)
+	if err != nil {
+		return
+	}
+	burst, err := decodeCron(runs.Burst)
+	if err != nil {
+		return
+	}
+	// peers says what robfig and gocron measured of a figure, or that
+	// they did not survive.
+	peers := func(res map[string]cronresult.Result, all map[string]cronRun, format func(float64) string, of func(cronresult.Result) float64) string {
+		var parts []string
+		for _, peer := range []string{"robfig", "gocron"} {
+			if r, ok := res[peer]; ok {
+				parts = append(parts, libNames[peer]+" "+format(of(r)))
+			} else if _, ran := all[peer]; ran {
+				parts = append(parts, libNames[peer]+" did not survive it")
+			}
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(parts, ", ") + ")"
+	}
+	heap := func(r cronresult.Result) float64 { return r.HeapInusePerJob }
+	cpu := func(r cronresult.Result) float64 { return r.CPUPerHourS }
+	p99 := func(r cronresult.Result) float64 { return r.LateP99 / 1e3 }
+	if ours, ok := idle["ours"]; ok {
+		pf("| 5. %s idle jobs: heap per job ≤ %.0f B | %s B%s | %s |\n", thousands(int64(ours.Jobs)), idleHeapTarget,
+			bytesPerJob(ours.HeapInusePerJob), peers(idle, runs.Idle, func(v float64) string { return bytesPerJob(v) + " B" }, heap),
+			verdictOf(ours.HeapInusePerJob <= idleHeapTarget, fmt.Sprintf("by %.0f B", ours.HeapInusePerJob-idleHeapTarget)))
+		pf("| 5. %s idle jobs: CPU per idle hour | %.2f s%s | reported |\n", thousands(int64(ours.Jobs)),
+			ours.CPUPerHourS, peers(idle, runs.Idle, func(v float64) string { return fmt.Sprintf("%.2f s", v) }, cpu))
+	}
+	if ours, ok := burst["ours"]; ok {
+		late := p99(ours)
+		pf("| 5. %s of %s jobs due at one instant: p99 start lateness ≤ %.0f ms | %.2f ms%s | %s |\n",
+			thousands(int64(ours.Due)), thousands(int64(ours.Jobs)), burstP99Target, late, peers(burst, runs.Burst, func(v float64) string { return fmt.Sprintf("%.2f ms", v) }, p99),
+			verdictOf(late <= burstP99Target && ours.Early == 0, burstMiss(late, ours.Early)))
+	}
+	ours, ok := idle["ours"]
+	if !ok {
+		return
+	}
+	for _, peer := range []string{"gocron", "robfig"} {
+		r, ok := idle[peer]
+		if !ok {
+			continue
+		}
+		c, h := ours.CPUPerHourS/r.CPUPerHourS, ours.HeapInusePerJob/r.HeapInusePerJob
+		pf("| cron: less CPU per idle hour than %s | ours/%s %.2f (%.2f s vs %.2f s) | %s |\n", libNames[peer], peer, c,
+			ours.CPUPerHourS, r.CPUPerHourS, verdictOf(c < 1, fmt.Sprintf("by %.0f%%", (c-1)*100)))
+		pf("| cron: less heap per idle job than %s | ours/%s %.2f (%s B vs %s B) | %s |\n", libNames[peer], peer, h,
+			bytesPerJob(ours.HeapInusePerJob), bytesPerJob(r.HeapInusePerJob), verdictOf(h < 1, fmt.Sprintf("by %.0f%%", (h-1)*100)))
+	}
+}
+
+// burstMiss says by how much a burst missed its target.
+func burstMiss(p99 float64, early int64) string {
+	var why []string
+	if p99 > burstP99Target {
+		why = append(why, fmt.Sprintf("by %.2f ms", p99-burstP99Target))
+	}
+	if early > 0 {
+		why = append(why, fmt.Sprintf("%s runs started early", thousands(early)))
+	}
+	return strings.Join(why, "; ")
 }
