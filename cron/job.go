@@ -42,8 +42,9 @@ type Tick struct {
 	// it: for a Cron job, one that every replica names alike
 	// ([interval.Slot.Key]), and the one a leased job's lease is taken for.
 	Slot interval.Slot
-	// Started is when the runtime started the run (before the admission
-	// check, if any).
+	// Started is when the runtime's scheduler handed the run out, before
+	// the admission check, if any. With thousands of runs due at once, a
+	// run's Process may begin a few milliseconds after it.
 	Started time.Time
 	// Job is the job's name.
 	Job string

@@ -340,7 +340,9 @@ func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
 	}
 	var loud []string
 	for _, r := range logs.all() {
-		if r.Level >= slog.LevelWarn {
+		// A busy machine can delay the start's clock check by more than
+		// this interval's margin (4 ms); that warning is not the outage's.
+		if r.Level >= slog.LevelWarn && r.Message != "cron runtime's clock disagrees with Redis's" {
 			loud = append(loud, r.Message)
 		}
 	}
