@@ -312,19 +312,20 @@ func loadSummary(xs []float64) string {
 	return fmt.Sprintf("min %.2f, median %.2f, max %.2f (%d samples)", slices.Min(xs), median(xs), slices.Max(xs), len(xs))
 }
 
+// loadNote says what the load during the run means. The median counts the
+// benchmark's own client and the redis-server it drives, which keep two
+// cores busy by themselves at the higher parallelism levels; only the load
+// at the start (see loadWarning) tells of other work.
 func loadNote(info runInfo) string {
 	if len(info.LoadSamples) == 0 {
 		return ""
 	}
 	m := median(info.LoadSamples)
-	cpus := float64(info.Machine.CPUs)
-	switch {
-	case m > cpus:
-		return fmt.Sprintf("**The machine was shared and busy during this run** (median load %.2f on %d CPUs, counting the benchmark itself and the redis-server it drives): other work ran beside it, so absolute times are inflated and noisy. The libraries were measured interleaved, round after round, on the same server and client, so each paired ratio compares runs made within seconds of each other under the same load; the ratios carry their range over the rounds.", m, info.Machine.CPUs)
-	case m > cpus/2:
-		return fmt.Sprintf("The machine was shared during this run (median load %.2f on %d CPUs, the benchmark itself included): absolute times are somewhat noisy; ratios are paired per round, with their range.", m, info.Machine.CPUs)
+	const paired = "The libraries were measured interleaved, round after round, on the same server and client, so each paired ratio compares runs made within seconds of each other; the ratios carry their range over the rounds."
+	if overloaded(info) {
+		return fmt.Sprintf("**Other work ran beside this run**: the load at its start was above %.0f per CPU (see above), and its median was %.2f on %d CPUs, so absolute times are inflated and noisy. %s", loadPerCPU, m, info.Machine.CPUs, paired)
 	}
-	return fmt.Sprintf("The machine was mostly quiet (median load %.2f on %d CPUs, the benchmark itself included).", m, info.Machine.CPUs)
+	return fmt.Sprintf("The machine was quiet at the start (see the load above). During the run the median load was %.2f on %d CPUs: that is the benchmark itself, whose client goroutines and the redis-server they drive keep both cores busy at p=16 and p=64, so absolute times carry the noise of a machine at full use. %s", m, info.Machine.CPUs, paired)
 }
 
 func levels(res map[lockKey][]sample, kase string) []int {
