@@ -26,7 +26,16 @@ func atMost(r ratio, bound float64) string {
 	if math.IsNaN(r.med) {
 		return "not measured"
 	}
-	return verdictOf(r.med <= bound, fmt.Sprintf("by %.0f%%", (r.med/bound-1)*100))
+	return verdictOf(r.med <= bound, "by "+percent(r.med/bound-1))
+}
+
+// percent writes a shortfall as a percentage, with a decimal when it is
+// under 1%, so that a narrow miss doesn't read "by 0%".
+func percent(f float64) string {
+	if f < 0.01 {
+		return fmt.Sprintf("%.1f%%", f*100)
+	}
+	return fmt.Sprintf("%.0f%%", f*100)
 }
 
 // atLeast judges a ratio whose target is at least bound.
@@ -34,7 +43,7 @@ func atLeast(r ratio, bound float64) string {
 	if math.IsNaN(r.med) {
 		return "not measured"
 	}
-	return verdictOf(r.med >= bound, fmt.Sprintf("by %.0f%%", (1-r.med/bound)*100))
+	return verdictOf(r.med >= bound, "by "+percent(1-r.med/bound))
 }
 
 // renderLockTargets writes the Targets rows of the goals this
