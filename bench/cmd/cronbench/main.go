@@ -350,40 +350,7 @@ func runBurst(lib string, n, due int, dur time.Duration) error {
 	// Start 1.5 s after an instant of the bursts, so that the startup is
 	// over before the first.
 	begin := now.Truncate(burstEvery).Add(burstEvery + 1500*time.Millisecond)
-	time.Sleep(time.Until(begin))
-	base := memStats()
-	goroutines := runtime.NumGoroutine()
-	cpu0 := cpuTime()
-	stopProfile, err := startProfile()
-	if err != nil {
-		return err
-	}
-	began := time.Now()
-	stop, err := start(lib, plan{n: n, due: due, every: spec, burst: burstSpec, late: sinceBurst})
-	if err != nil {
-		return err
-	}
-	started := time.Since(began)
-	time.Sleep(time.Until(begin.Add(dur)))
-	cpu1 := cpuTime()
-	stopProfile()
-	end := memStats()
-	g := runtime.NumGoroutine() - goroutines
-	began = time.Now()
-	if err := stop(); err != nil {
-		return err
-	}
-	res := cronresult.Result{
-		Lib: lib, Mode: "burst", Jobs: n, Due: due, For: dur.Seconds(),
-		StartS:     started.Seconds(),
-		UserS:      cpu1.user - cpu0.user,
-		SysS:       cpu1.sys - cpu0.sys,
-		Goroutines: g,
-		StopS:      time.Since(began).Seconds(),
-	}
-	heapPerJob(&res, base, end, n)
-	lateness(&res)
-	return emit(res)
+	return timed(lib, "burst", plan{n: n, due: due, every: spec, burst: burstSpec, late: sinceBurst}, begin, dur)
 }
 
 // runSecond runs n jobs every second for dur.
@@ -393,6 +360,12 @@ func runSecond(lib string, n int, dur time.Duration) error {
 	// Start on a half second, so that the measurements at the end fall
 	// between two ticks too.
 	begin := time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)
+	return timed(lib, "second", plan{n: n, every: everySecond, late: sinceSecond}, begin, dur)
+}
+
+// timed starts the jobs of p at begin, lets them run until begin+dur, and
+// reports what that cost and how late the runs started.
+func timed(lib, mode string, p plan, begin time.Time, dur time.Duration) error {
 	time.Sleep(time.Until(begin))
 	base := memStats()
 	goroutines := runtime.NumGoroutine()
@@ -402,7 +375,7 @@ func runSecond(lib string, n int, dur time.Duration) error {
 		return err
 	}
 	began := time.Now()
-	stop, err := start(lib, plan{n: n, every: everySecond, late: sinceSecond})
+	stop, err := start(lib, p)
 	if err != nil {
 		return err
 	}
@@ -420,14 +393,14 @@ func runSecond(lib string, n int, dur time.Duration) error {
 		return err
 	}
 	res := cronresult.Result{
-		Lib: lib, Mode: "second", Jobs: n, For: dur.Seconds(),
+		Lib: lib, Mode: mode, Jobs: p.n, Due: p.due, For: dur.Seconds(),
 		StartS:     started.Seconds(),
 		UserS:      cpu1.user - cpu0.user,
 		SysS:       cpu1.sys - cpu0.sys,
 		Goroutines: g,
 		StopS:      time.Since(began).Seconds(),
 	}
-	heapPerJob(&res, base, end, n)
+	heapPerJob(&res, base, end, p.n)
 	lateness(&res)
 	return emit(res)
 }
