@@ -13,8 +13,10 @@ import (
 // reports whether t's token holds it: 1 if it does, 0 if another token
 // does.
 //
-// It sends SET key token NX GET PX ttl, which costs the server what a plain
-// SET NX does and answers with the key's value before the command: nil when
+// It sends SET key token NX GET PX ttl, which costs the server about what a
+// plain SET NX does (on a busy key its reply carries the holder's token,
+// where SET NX answers nil) and answers with the key's value before the
+// command: nil when
 // the key was free and is now ours, our own token when an earlier attempt
 // whose reply was lost took it, and another token when the lock is busy.
 // The command goes out as a RawCmd, whose reply go-redis hands over as the
@@ -30,8 +32,8 @@ import (
 // After an ERR reply the Db sends lockScript at once from then on, so an old
 // server costs one extra round trip once.
 //
-// A Db with WithReplicas sends lockScript and its WAIT in one pipeline, as
-// before: see runWait.
+// A Db with WithReplicas sends lockScript and its WAIT in one pipeline: see
+// runWait.
 func (d Db) acquire(ctx context.Context, t *Token, ms any) (int64, error) {
 	if w, ok := d.c.(*wrapped); (ok && w.replicas > 0) || (d.script != nil && d.script.Load()) {
 		return lockScript.run(ctx, d.c, &t.key, nil, &t.value, ms)
