@@ -3,7 +3,6 @@ package cron
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,32 +36,20 @@ func serverCalls(tb testing.TB, rdb *redis.Client) int64 {
 }
 
 // serverStats returns the commands the server has executed and the
-// microseconds it spent in them, from INFO commandstats; a script's time
-// includes its calls'.
+// microseconds it spent in scripts (whose time includes their calls'), from
+// INFO commandstats, the INFO that reads them left out.
 func serverStats(tb testing.TB, rdb *redis.Client) (calls, usec int64) {
 	tb.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	stats, err := redistest.CommandStats(context.Background(), rdb)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_") || strings.HasPrefix(line, "cmdstat_info:") {
-			continue
-		}
-		_, rest, _ := strings.Cut(line, "calls=")
-		n, _, _ := strings.Cut(rest, ",")
-		c, _ := strconv.ParseInt(n, 10, 64)
-		calls += c
-		if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") || !strings.Contains(line, "scripts") {
-			_, rest, _ = strings.Cut(line, ",usec=")
-			u, _, _ := strings.Cut(rest, ",")
-			us, _ := strconv.ParseInt(u, 10, 64)
-			if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
-				usec += us
-			}
+	for name, s := range stats {
+		if name != "info" {
+			calls += s.Calls
 		}
 	}
-	return calls, usec
+	return calls, stats["evalsha"].Usec + stats["eval"].Usec
 }
 
 // protocol runs the record's protocol for one job straight, without a

@@ -16,9 +16,9 @@ import (
 // It sends SET key token NX GET PX ttl, which costs the server about what a
 // plain SET NX does (on a busy key its reply carries the holder's token,
 // where SET NX answers nil) and answers with the key's value before the
-// command: nil when
-// the key was free and is now ours, our own token when an earlier attempt
-// whose reply was lost took it, and another token when the lock is busy.
+// command: nil when the key was free and is now ours, our own token when an
+// earlier attempt whose reply was lost took it, and another token when the
+// lock is busy.
 // The command goes out as a RawCmd, whose reply go-redis hands over as the
 // RESP bytes, so that the nil of a free lock costs no error value; acquire
 // reads the reply itself.

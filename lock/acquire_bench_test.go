@@ -2,8 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,26 +12,20 @@ import (
 )
 
 // serverUsec returns the server's CPU time spent in commands so far, in µs:
-// the sum of usec over INFO commandstats.
+// the sum of usec over INFO commandstats, the INFO that reads it left out.
 func serverUsec(b *testing.B, c *redis.Client) float64 {
 	b.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
+	stats, err := redistest.CommandStats(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sum float64
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if !strings.HasPrefix(line, "cmdstat_") || strings.HasPrefix(line, "cmdstat_info:") {
-			continue
-		}
-		for field := range strings.SplitSeq(line[strings.IndexByte(line, ':')+1:], ",") {
-			if v, ok := strings.CutPrefix(field, "usec="); ok {
-				n, _ := strconv.ParseFloat(v, 64)
-				sum += n
-			}
+	var sum int64
+	for name, s := range stats {
+		if name != "info" {
+			sum += s.Usec
 		}
 	}
-	return sum
+	return float64(sum)
 }
 
 // BenchmarkAcquireWays compares the ways to acquire on one real

@@ -3,8 +3,6 @@ package fault_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,23 +16,11 @@ import (
 // commandstats.
 func commandCalls(t *testing.T, c *redis.Client, cmd string) int64 {
 	t.Helper()
-	info, err := c.Info(t.Context(), "commandstats").Result()
+	stats, err := redistest.CommandStats(t.Context(), c)
 	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
+		t.Fatal(err)
 	}
-	for line := range strings.Lines(info) {
-		rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls=")
-		if !ok {
-			continue
-		}
-		n, _, _ := strings.Cut(rest, ",")
-		v, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			t.Fatalf("INFO commandstats: %q: %v", line, err)
-		}
-		return v
-	}
-	return 0
+	return stats[cmd].Calls
 }
 
 // TestScriptFlush empties the server's script cache with SCRIPT FLUSH every

@@ -362,3 +362,35 @@ func TestMini(t *testing.T) {
 		t.Errorf("GET after FastForward = %v, want redis.Nil", err)
 	}
 }
+
+// TestCommandStats checks the parsing of INFO commandstats against
+// commands whose counts the test knows.
+func TestCommandStats(t *testing.T) {
+	srv := Start(t)
+	c := srv.Client(t)
+	ctx := t.Context()
+	before, err := CommandStats(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		c.Set(ctx, "k", "v", 0)
+	}
+	c.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"k"})
+	after, err := CommandStats(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := after["set"].Calls - before["set"].Calls; n != 3 {
+		t.Errorf("set calls went up by %d; want 3", n)
+	}
+	if n := after["get"].Calls - before["get"].Calls; n != 1 {
+		t.Errorf("get calls (from the script) went up by %d; want 1", n)
+	}
+	if n := after["eval"].Calls - before["eval"].Calls; n != 1 {
+		t.Errorf("eval calls went up by %d; want 1", n)
+	}
+	if after["set"].Usec < before["set"].Usec {
+		t.Errorf("set usec went down: %d → %d", before["set"].Usec, after["set"].Usec)
+	}
+}
