@@ -249,8 +249,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // text as it is, as wakuwaku status -json prints it; nosniff keeps it from being read as HTML
-	_ = enc.Encode(v)        // the client went away, or nothing more can be said
+	// Text as it is, as wakuwaku status -json prints it: nosniff keeps a
+	// browser from reading it as HTML.
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away, or nothing more can be said
 }
 
 // token returns the visitor's token, from its cookie, and sets a new one
