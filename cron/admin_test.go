@@ -1,12 +1,19 @@
 package cron_test
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
 // TestRunRecordJSON checks a run's JSON: its duration in whole
@@ -49,5 +56,62 @@ func TestRunRecordJSON(t *testing.T) {
 	b, err := json.Marshal(st)
 	if err != nil || !strings.Contains(string(b), `"last":{`) || !strings.Contains(string(b), `"durationMs":1000`) {
 		t.Errorf("Marshal(JobStatus) = %s, %v; want last with durationMs 1000", b, err)
+	}
+}
+
+// TestRunNowSubscriptionRefused starts a replica whose ACL user may not
+// subscribe to the run-now channel, on a real redis-server: it says so at
+// Error, instead of missing requests in silence; once the user is granted
+// the channel, it hears requests again and says so.
+func TestRunNowSubscriptionRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.SetUser(t, "deaf", "on", ">pw", "resetkeys", "~*", "resetchannels", "+@all")
+	opts := srv.Options()
+	opts.Username, opts.Password = "deaf", "pw"
+	deaf := redis.NewClient(opts)
+	t.Cleanup(func() { deaf.Close() })
+	ran := make(chan cron.Tick, 10)
+	job := cron.Func("report", interval.AtLeast(time.Hour), func(_ context.Context, tick cron.Tick) error {
+		ran <- tick
+		return nil
+	}, cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(deaf)}))
+	logs := &records{}
+	start(t, []cron.Job{job}, cron.WithLogger(slog.New(logs)))
+	<-ran // the startup run
+
+	const refused = "cron runtime can't hear run-now requests: Redis refused its subscription; a requested run waits for its job's next tick"
+	within(t, "the refusal logged", func() bool { return len(logs.find(refused)) > 0 })
+	rec := logs.find(refused)[0]
+	if rec.Level != slog.LevelError || !strings.Contains(attr(rec, "error").String(), "NOPERM") {
+		t.Errorf("%s: level %v, error %v; want Error and the server's NOPERM", refused, rec.Level, attr(rec, "error"))
+	}
+
+	srv.SetUser(t, "deaf", "&@@wakuwaku-cron:run-now")
+	within(t, "the recovery logged", func() bool { return len(logs.find("cron runtime hears run-now requests again")) > 0 })
+	if err := cron.NewAdmin(lock.NewDb(srv.Client(t))).RunNow(t.Context(), "report"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tick := <-ran:
+		if tick.Trigger != cron.TriggerRequest {
+			t.Errorf("a run with trigger %v after RunNow, want %v", tick.Trigger, cron.TriggerRequest)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no run within 10s of RunNow")
+	}
+	if n := len(logs.find(refused)); n != 1 {
+		t.Errorf("the refusal logged %d times, want once", n)
+	}
+}
+
+// within waits up to 10s for ok.
+func within(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
