@@ -372,6 +372,10 @@ type tool struct {
 
 func (t *tool) do(ctx context.Context, inv *invocation) error {
 	if err := t.db.Ping(ctx); err != nil {
+		if errors.Is(err, io.EOF) && !strings.HasPrefix(inv.g.target(), "rediss://") {
+			// What a TLS-only server does to a client that speaks in the clear.
+			return fmt.Errorf("%w: the server closed the connection; if it speaks TLS only, give a rediss:// URL", err)
+		}
 		return err
 	}
 	admin := cron.NewAdmin(t.db)
