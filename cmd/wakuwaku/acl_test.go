@@ -390,10 +390,6 @@ func TestACLService(t *testing.T) {
 	}
 	r.wait(t, "report", "requested run", func(t cron.Tick) bool { return t.Trigger == cron.TriggerRequest })
 
-	if testing.Verbose() {
-		stats, _ := redistest.CommandStats(ctx, admin)
-		t.Logf("commandstats: %v", stats)
-	}
 	checkStats(t, serverStats(t, admin), "wakuwaku-service", [][]string{rule}, scripted)
 	for _, rec := range log.find(slog.LevelWarn) {
 		if !strings.HasPrefix(rec, "cron job failed job=flaky") {
