@@ -181,6 +181,9 @@ const (
 	// ReasonRetryWait is why a tick was skipped when its slot's last
 	// attempt failed and the back-off before the next had not passed.
 	ReasonRetryWait = "waiting to retry"
+	// ReasonAttemptsUsedUp is why a tick was skipped when its slot had
+	// failed every attempt [LeaseConfig.Attempts] allows.
+	ReasonAttemptsUsedUp = "slot used up its attempts"
 )
 
 // leaseOf calls the job's Lease method, turning a panic into an error that

@@ -349,11 +349,11 @@ func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
 	// The outage begins with the first skipped tick, or with the run in
 	// progress when Redis went, whose end could not be recorded.
 	began := map[string]bool{
-		"cron job's admission failed; its runs are skipped until it succeeds":    true,
-		"cron job's run could not be recorded; its run lease runs out by itself": true,
+		"cron job's admission failed; its runs are skipped until it succeeds":     true,
+		"cron job's run could not be recorded; trying again while its slot lasts": true,
 	}
 	recordFailed := 0
-	if len(loud) == 1 && loud[0] == "cron job's run could not be recorded; its run lease runs out by itself" {
+	if len(loud) == 1 && loud[0] == "cron job's run could not be recorded; trying again while its slot lasts" {
 		recordFailed = 1
 	}
 	if len(loud) != 1 || !began[loud[0]] {
