@@ -26,9 +26,12 @@ import (
 // Its hash tag is the key of the seed's lease for the job, so that on a
 // Redis Cluster the record and that lease share a hash slot. The record
 // holds the run in progress, the slot it claimed, the last run, the last
-// failure, a pause and a run-now request; the README lists its fields.
-// Every replica's tick refreshes its TTL, a few intervals, so that it
-// expires once no replica runs the job. [Admin] reads and steers it.
+// failure, a pause and a run-now request. Every claim makes it live at
+// least until that replica's next tick and the end of the slot's claim
+// window, plus a few intervals, and no script shortens that: it expires
+// only once no replica runs the job. [Admin] reads and steers it. The
+// protocol that keeps it, its states, events and transitions, is stated
+// once, in PROTOCOL.md beside this package's source.
 //
 // # A run
 //
@@ -43,11 +46,15 @@ import (
 // records its outcome. So a run costs two round trips, plus one per third
 // of the run lease while it runs.
 //
-// A tick that finds a run in progress, on this replica or another, is
+// A tick that finds its slot's run in progress on another replica is
 // skipped with [ReasonRunning]; one that finds its slot run already, with
 // [ReasonLeaseHeld]; one that comes while the job is paused, with
 // [ReasonPaused]. Each is logged at Debug and reported to
-// [Observer.RunSkipped]: the replica that runs logs the run.
+// [Observer.RunSkipped]: the replica that runs logs the run. A tick whose
+// slot is new while a run of an earlier slot still holds the job is
+// skipped: the slot is not run by any replica (a run-over slot, as in
+// classic cron), and the replica whose run it is logs that at Warn with
+// [ReasonStillRunning]; the others, at Debug with ReasonRunning.
 //
 // # Slots
 //
@@ -87,17 +94,24 @@ import (
 // the slot after a back-off ([LeaseConfig.Backoff]), on the replica whose
 // run failed or on any other that ticks or that waited for the run to end,
 // until one succeeds or the attempts are spent, when the slot is recorded
-// as failed. Its [Tick] has [TriggerRetry] and its Attempt number. Either
-// way, never two runs of the job at once.
+// as failed (later ticks of it are skipped with [ReasonAttemptsUsedUp]).
+// Its [Tick] has [TriggerRetry] and its Attempt number. Either way, never
+// two runs of the job at once. A retry or a look again at the slot can only
+// run that slot: it never opens another.
 //
 // With [LeaseConfig.CatchUp], a job whose interval has no startup run
 // catches up at start: if the latest slot that began within CatchUp never
 // ran (every replica was down), one replica runs it, with
-// [TriggerCatchUp].
+// [TriggerCatchUp]. A slot from before the job's record existed (its first
+// deployment) is never caught up.
 //
 // If the claim fails because Redis failed, the run is skipped with
 // [ReasonAdmissionFailed] and the error is logged: a run is never risked
-// without its claim. If Redis loses the record (a failover without
+// without its claim. If Redis does not answer a run's completion, the
+// replica sends it again, backing off, while the slot can still be
+// claimed, so that a slot with attempts left gets them once Redis is back
+// (the completion that gets through records the run's own outcome, or
+// finds it recorded lost). If Redis loses the record (a failover without
 // persistence, an eviction), the run in progress loses its run lease and is
 // cancelled, and a replica that ticks again within the slot runs it again:
 // keep the job idempotent.
