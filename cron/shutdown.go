@@ -38,10 +38,14 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		}
 		close(r.stop)
 		r.stopRecords()
-		go func() {
-			r.listeners.Wait()
-			close(r.listenersDone)
-		}()
+		if len(r.leased) == 0 {
+			close(r.listenersDone) // it never had any
+		} else {
+			go func() {
+				r.listeners.Wait()
+				close(r.listenersDone)
+			}()
+		}
 	}
 	r.mu.Unlock()
 	if first {
@@ -55,9 +59,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	// ContextTimeoutEnabled does not end when its context does: ctx
 	// bounds the wait for them too.
 	<-r.loopDone
-	select {
-	case <-r.listenersDone:
-	case <-ctx.Done():
+	if !r.listenersEnded(ctx) {
 		r.cancel(ErrShutdown)
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its calls to Redis",
 			slog.Int64("runs", r.inflight.Load()))
@@ -82,4 +84,21 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	r.cancel(ErrShutdown)
 	r.stopLog.Do(func() { r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime stopped") })
 	return nil
+}
+
+// listenersEnded waits for the leased jobs' listeners to end after
+// Shutdown, until ctx ends, and reports whether they did: listeners that
+// end as ctx does ended in time.
+func (r *Runtime) listenersEnded(ctx context.Context) bool {
+	select {
+	case <-r.listenersDone:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-r.listenersDone:
+			return true
+		default:
+			return false
+		}
+	}
 }
