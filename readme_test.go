@@ -477,7 +477,11 @@ func completeSnippet(block, file string) ([]byte, error) {
 		header += "\nimport (\n"
 		for _, path := range imports {
 			// The name a block uses may not be the package's own (wprom).
-			header += fmt.Sprintf("\t%s %q\n", importNames[path], path)
+			header += "\t"
+			if name := importNames[path]; name != path[strings.LastIndex(path, "/")+1:] {
+				header += name + " "
+			}
+			header += fmt.Sprintf("%q\n", path)
 		}
 		header += ")\n"
 	}
