@@ -231,10 +231,11 @@ func TestDocsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One go vet and one staticcheck per module over its blocks, all at once.
-	var wg sync.WaitGroup
+	// One go vet and one staticcheck per module over its blocks, the two
+	// at once, one module after the other (the machine runs other tests).
 	for _, dir := range slices.Sorted(maps.Keys(modules)) {
 		mod := modules[dir]
+		var wg sync.WaitGroup
 		for _, tool := range [][]string{
 			{"vet"},
 			{"tool", "-modfile=" + tools, "staticcheck"},
@@ -248,8 +249,8 @@ func TestDocsCompile(t *testing.T) {
 				}
 			})
 		}
+		wg.Wait()
 	}
-	wg.Wait()
 }
 
 // moduleOf returns the directory of the module a completed block is
