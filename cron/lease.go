@@ -23,7 +23,7 @@ import (
 //
 //	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:<name>}
 //
-// Its hash tag is the key of the seed's lease for the job, so that on a
+// Its hash tag is the key of the Rust crate's lease for the job, so that on a
 // Redis Cluster the record and that lease share a hash slot. The record
 // holds the run in progress, the slot it claimed, the last run, the last
 // failure, a pause and a run-now request. Every claim makes it live at
@@ -66,12 +66,12 @@ import (
 //
 // The slots of an [interval.AtLeast], [interval.AfterFinish] or
 // [interval.AfterStart] job are each replica's own, so the job's slot is
-// the seed's: the tick that takes the seed's lease opens it, and it lasts
+// the Rust crate's: the tick that takes the Rust crate's lease opens it, and it lasts
 // as long as that lease, 11/12 of the interval unless [LeaseConfig.TTL]
 // says otherwise. The lease is never released and runs out before the
 // interval ends, so the next interval's first tick, whichever replica it
-// comes from, opens the next slot. Its key is the seed's, holding a random
-// 16-byte token, so a service that takes it by hand, as the seed's
+// comes from, opens the next slot. Its key is the Rust crate's, holding a random
+// 16-byte token, so a service that takes it by hand, as the Rust crate's
 // HourlyReport does, shares it:
 //
 //	@@wakuwaku-entity:Lock:cron:<name>
@@ -86,7 +86,7 @@ import (
 //
 // # Failures
 //
-// By default a slot is run at most once, as in the seed: a run that fails,
+// By default a slot is run at most once, as in the Rust crate: a run that fails,
 // panics, loses its run lease or dies with its replica is not repeated (a
 // replica killed mid-run holds the job until its run lease runs out, and
 // its run is then recorded as lost). With [LeaseConfig.Attempts] of 2 or
@@ -136,7 +136,7 @@ type LeaseConfig struct {
 	// must set it. Replicas of one job must agree on it.
 	Name string
 	// TTL is how long a slot can be claimed, from its start. For a
-	// duration policy it is the seed's lease, 11/12 of the interval by
+	// duration policy it is the Rust crate's lease, 11/12 of the interval by
 	// default (55 minutes of an hour); it must be shorter than the
 	// interval, or a replica could find its own lease of the previous
 	// interval still held and the interval would be skipped: Start refuses
@@ -147,7 +147,7 @@ type LeaseConfig struct {
 	TTL time.Duration
 
 	// Attempts is how many runs a slot gets until one succeeds. 0 or 1,
-	// the default, is the seed's at most once: a run that fails, panics,
+	// the default, is the Rust crate's at most once: a run that fails, panics,
 	// loses its run lease or dies with its replica is not repeated. With
 	// 2 or more, such a run leaves its slot open, and the next tick of any
 	// replica inside the slot runs it again, after a back-off, until a run

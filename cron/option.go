@@ -92,7 +92,7 @@ func defaultOptions() options {
 // Every record has the attribute "replica" (see [WithReplica]); a job's
 // records have "job" and "run", and a run's also "scheduled" and "slot".
 // A [Leased] job's runs also have "record", the Redis key of its record,
-// and for a duration policy "lease", the key of the seed's lease; a retry,
+// and for a duration policy "lease", the key of the Rust crate's lease; a retry,
 // catch-up or requested run has "trigger" and "attempt".
 //
 // Without WithLogger the runtime is silent.

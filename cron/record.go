@@ -22,7 +22,7 @@ import (
 //
 //	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:n}
 //
-// its hash tag being the seed's lease key, so that on a Redis Cluster the
+// its hash tag being the Rust crate's lease key, so that on a Redis Cluster the
 // record and that lease share a hash slot and one script acts on both.
 const recordPrefix = "@@wakuwaku-cron:{"
 
@@ -65,7 +65,7 @@ var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "he
 type jobState struct {
 	c        redisscript.Client
 	name     string   // the lease's name
-	keys     []string // the record, then, for a duration policy, the seed's lease
+	keys     []string // the record, then, for a duration policy, the Rust crate's lease
 	shared   bool     // a Cron policy: slots that every replica names alike
 	ttl      time.Duration
 	runTTL   time.Duration
@@ -365,7 +365,7 @@ func (l *runLease) Deadline() time.Time {
 	return l.deadline
 }
 
-// newLeaseToken returns a token for the seed's lease key: 16 random bytes,
+// newLeaseToken returns a token for the Rust crate's lease key: 16 random bytes,
 // as package lock's tokens are.
 func newLeaseToken() string {
 	var b [16]byte
