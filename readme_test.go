@@ -7,6 +7,7 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +16,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 )
 
-// readmeImports are the packages README.md's Go blocks may use without
-// importing them, by the name they are used under.
+// readmeImports are the packages the Go blocks of README.md and docs/*.md
+// may use without importing them, by the name they are used under. A block
+// that uses a contrib module's package (wprom, wotel) is compiled in that
+// module.
 var readmeImports = map[string]string{
 	"context":    "context",
 	"errors":     "errors",
@@ -39,17 +43,22 @@ var readmeImports = map[string]string{
 	"testing":    "testing",
 	"interval":   "github.com/wakuwaku-go/wakuwaku/interval",
 	"lock":       "github.com/wakuwaku-go/wakuwaku/lock",
+	"wprom":      "github.com/wakuwaku-go/wakuwaku/contrib/prometheus",
+	"prometheus": "github.com/prometheus/client_golang/prometheus",
+	"wotel":      "github.com/wakuwaku-go/wakuwaku/contrib/otel",
 }
 
-// readmePreamble declares the identifiers that README.md's Go blocks use
-// and leave to the reader: a block gets the declarations of those it uses
-// and does not declare itself.
+// readmePreamble declares the identifiers that the Go blocks use and leave
+// to the reader: a block gets the declarations of those it uses and does
+// not declare itself.
 var readmePreamble = map[string]string{
 	"buildReport":      "func buildReport(ctx context.Context, hour time.Time) error { return nil }",
 	"writeFinalTotals": "func writeFinalTotals(invoice uint64) {}",
 	"redisClient":      "var redisClient = redis.NewClient(&redis.Options{})",
 	"b":                "var b = wakuwaku.NewServiceBuilder()",
 	"Config":           "type Config struct{ CleanupSpec string }",
+	"jobs":             "var jobs []cron.Job",
+	"mine":             "var mine cron.Observer",
 	"Cleanup": `type Cleanup struct{ every interval.Interval }
 
 func (c *Cleanup) Interval() interval.Interval { return c.every }
@@ -57,9 +66,50 @@ func (c *Cleanup) Interval() interval.Interval { return c.every }
 func (c *Cleanup) Process(ctx context.Context, tick cron.Tick) error { return nil }`,
 }
 
+// docFiles are the Markdown files whose Go blocks the tests compile:
+// README.md, then the manual's pages in docs/.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("docs/ has no .md page")
+	}
+	return append([]string{"README.md"}, pages...)
+}
+
+// fence matches a fenced block of Markdown: its language, then its text.
+var fence = regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```")
+
+// goBlock is a Go block of a Markdown file.
+type goBlock struct {
+	file string // the Markdown file, such as docs/cron.md
+	line int    // the line of its first line of code
+	code string
+}
+
+// goBlocks returns the Go blocks of a Markdown file.
+func goBlocks(t *testing.T, file string) []goBlock {
+	t.Helper()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []goBlock
+	for _, m := range fence.FindAllSubmatchIndex(text, -1) {
+		if string(text[m[2]:m[3]]) == "go" {
+			line := 1 + bytes.Count(text[:m[4]], []byte("\n"))
+			blocks = append(blocks, goBlock{file: file, line: line, code: string(text[m[4]:m[5]])})
+		}
+	}
+	return blocks
+}
+
 // TestReadmeStart checks the top of README.md: the two set-up commands come
-// first, then how to add the module to one's own, and the license it
-// points to is there.
+// first, the install lines (the library, each contrib module, the CLI) are
+// the next commands, and the license it points to is there.
 func TestReadmeStart(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -69,13 +119,14 @@ func TestReadmeStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	module := regexp.MustCompile(`(?m)^module (\S+)$`).FindSubmatch(gomod)
-	if module == nil {
+	m := regexp.MustCompile(`(?m)^module (\S+)$`).FindSubmatch(gomod)
+	if m == nil {
 		t.Fatal("go.mod has no module line")
 	}
+	module := string(m[1])
 	sh := regexp.MustCompile("(?ms)^```sh\n(.*?)^```").FindAllSubmatchIndex(readme, 2)
 	if len(sh) < 2 {
-		t.Fatalf("README.md has %d sh blocks, want the set-up commands and go get", len(sh))
+		t.Fatalf("README.md has %d sh blocks, want the set-up commands and the install lines", len(sh))
 	}
 	if title := strings.TrimSpace(string(readme[:sh[0][0]])); strings.Contains(title, "\n") {
 		t.Errorf("README.md starts with %q before the set-up commands, want only its title", title)
@@ -84,9 +135,30 @@ func TestReadmeStart(t *testing.T) {
 	if len(setup) != 2 || !strings.HasPrefix(setup[0], "go run ./examples/hourlyreport -duration 10s") || !strings.HasPrefix(setup[1], "./scripts/test") {
 		t.Errorf("README.md's first commands = %q, want go run ./examples/hourlyreport -duration 10s and ./scripts/test", setup)
 	}
-	if got, want := strings.TrimSpace(string(readme[sh[1][2]:sh[1][3]])), "go get "+string(module[1]); got != want {
-		t.Errorf("README.md's second sh block = %q, want %q", got, want)
+
+	// The install lines: the library first, then every contrib module (a
+	// directory of contrib/ with a go.mod), then the command-line tool.
+	want := []string{"go get " + module}
+	mods, err := filepath.Glob("contrib/*/go.mod")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(mods) == 0 {
+		t.Error("no contrib/*/go.mod: the install lines can't be checked against the contrib modules")
+	}
+	for _, mod := range mods {
+		want = append(want, "go get "+module+"/"+filepath.ToSlash(filepath.Dir(mod)))
+	}
+	want = append(want, "go install "+module+"/cmd/wakuwaku@latest")
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(readme[sh[1][2]:sh[1][3]])), "\n") {
+		command, _, _ := strings.Cut(l, "#")
+		got = append(got, strings.Join(strings.Fields(command), " "))
+	}
+	if len(got) == 0 || got[0] != want[0] || !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("README.md's second sh block = %q, want %q (the library's line first)", got, want)
+	}
+
 	license, err := os.ReadFile("LICENSE")
 	if err != nil {
 		t.Fatal(err)
@@ -98,73 +170,122 @@ func TestReadmeStart(t *testing.T) {
 	}
 }
 
-// TestReadmeCompiles writes every Go block of README.md into a package of
-// its own in a temporary directory of this module, completing the blocks
+// TestDocsCompile writes every Go block of README.md and docs/*.md into a
+// package of its own in a temporary directory of the module it needs (this
+// one, or a contrib module for a block that uses one), completing the blocks
 // that are fragments (imports, the preamble's helpers, top-level statements
-// wrapped in a function), and runs go vet and staticcheck on them all.
-func TestReadmeCompiles(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// wrapped in a function), and runs go vet and staticcheck on them all. Each
+// block must also be laid out as gofmt lays it out.
+func TestDocsCompile(t *testing.T) {
+	type module struct {
+		pkgs  []string
+		where map[string]string // package directory → the block's file and line
+	}
+	modules := map[string]*module{} // module directory → its blocks
+	for _, file := range docFiles(t) {
+		blocks := goBlocks(t, file)
+		if file == "README.md" && len(blocks) == 0 {
+			t.Error("README.md has no ```go block")
+		}
+		for _, b := range blocks {
+			where := fmt.Sprintf("%s:%d", b.file, b.line)
+			if err := checkGofmt(b.code); err != nil {
+				t.Errorf("%s: %v", where, err)
+			}
+			src, err := completeSnippet(b.code, b.file)
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				continue
+			}
+			dir, err := moduleOf(src)
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				continue
+			}
+			mod := modules[dir]
+			if mod == nil {
+				mod = &module{where: map[string]string{}}
+				modules[dir] = mod
+			}
+			// A directory whose name starts with "_" is not matched by
+			// ./..., so the rest of the gate never sees it, and it is
+			// inside the module, so that the blocks' imports resolve.
+			tmp, err := os.MkdirTemp(dir, "_readme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+			pkg, err := filepath.Rel(dir, tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, "readme.go"), src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pkg = "./" + filepath.ToSlash(pkg)
+			mod.pkgs = append(mod.pkgs, pkg)
+			mod.where[strings.TrimPrefix(pkg, "./")] = where
+		}
+	}
+	tools, err := filepath.Abs("tools.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?ms)^```go\n(.*?)^```").FindAllSubmatchIndex(readme, -1)
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no ```go block")
+	// One go vet and one staticcheck per module over its blocks, the two
+	// at once, one module after the other (the machine runs other tests).
+	for _, dir := range slices.Sorted(maps.Keys(modules)) {
+		mod := modules[dir]
+		var wg sync.WaitGroup
+		for _, tool := range [][]string{
+			{"vet"},
+			{"tool", "-modfile=" + tools, "staticcheck"},
+		} {
+			wg.Go(func() {
+				cmd := exec.Command("go", append(tool, mod.pkgs...)...)
+				cmd.Dir = dir
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Errorf("go %s in %s on the Go blocks: %v\n%s", strings.Join(tool, " "), dir, err, annotate(out, mod.where))
+				}
+			})
+		}
+		wg.Wait()
 	}
-	// A directory whose name starts with "_" is not matched by ./..., so
-	// the rest of the gate never sees it, and it is inside the module, so
-	// that the blocks' imports resolve.
-	dir, err := os.MkdirTemp(".", "_readme")
+}
+
+// moduleOf returns the directory of the module a completed block is
+// compiled in: a contrib module's if it imports that module's package, this
+// module's otherwise.
+func moduleOf(src []byte) (string, error) {
+	f, err := parseSnippet(string(src), new(string))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	var pkgs []string
-	lines := map[string]int{} // package directory → line of its block in README.md
-	for i, m := range blocks {
-		line := 1 + bytes.Count(readme[:m[2]], []byte("\n"))
-		src, err := completeSnippet(string(readme[m[2]:m[3]]))
-		if err != nil {
-			t.Errorf("README.md:%d: %v", line, err)
+	dir := "."
+	for _, imp := range f.Imports {
+		path := strings.Trim(imp.Path.Value, `"`)
+		contrib, ok := strings.CutPrefix(path, "github.com/wakuwaku-go/wakuwaku/contrib/")
+		if !ok {
 			continue
 		}
-		pkg := filepath.Join(dir, fmt.Sprintf("block%d", i+1))
-		if err := os.Mkdir(pkg, 0o755); err != nil {
-			t.Fatal(err)
+		name, _, _ := strings.Cut(contrib, "/")
+		d := filepath.Join("contrib", name)
+		if dir != "." && dir != d {
+			return "", fmt.Errorf("the block uses two contrib modules, %s and %s: split it", dir, d)
 		}
-		if err := os.WriteFile(filepath.Join(pkg, "readme.go"), src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		pkgs = append(pkgs, "./"+filepath.ToSlash(pkg))
-		lines[filepath.ToSlash(pkg)] = line
+		dir = d
 	}
-	if len(pkgs) == 0 {
-		return
-	}
-	// One go vet and one staticcheck over every block, at once.
-	var wg sync.WaitGroup
-	for _, tool := range [][]string{
-		{"vet"},
-		{"tool", "-modfile=tools.mod", "staticcheck"},
-	} {
-		wg.Go(func() {
-			out, err := exec.Command("go", append(tool, pkgs...)...).CombinedOutput()
-			if err != nil {
-				t.Errorf("go %s on README.md's Go blocks: %v\n%s", strings.Join(tool, " "), err, annotate(out, lines))
-			}
-		})
-	}
-	wg.Wait()
+	return dir, nil
 }
 
 // annotate adds, to each line of a tool's output that names a block's
-// package, the line of README.md the block starts at.
-func annotate(out []byte, lines map[string]int) string {
+// package, the Markdown file and line the block starts at.
+func annotate(out []byte, where map[string]string) string {
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(string(out), "\n") {
-		for pkg, line := range lines {
+		for pkg, w := range where {
 			if strings.Contains(l, pkg+"/") || strings.HasSuffix(strings.TrimSpace(l), pkg) {
-				fmt.Fprintf(&b, "[README.md:%d] ", line)
+				fmt.Fprintf(&b, "[%s] ", w)
 				break
 			}
 		}
@@ -173,19 +294,37 @@ func annotate(out []byte, lines map[string]int) string {
 	return b.String()
 }
 
-// completeSnippet makes a Go source file of one README.md block. The block
-// may omit its package clause and imports, use the preamble's identifiers,
-// and hold statements at top level, which go into a function.
-func completeSnippet(block string) ([]byte, error) {
-	var decls, stmts []string
+// isFile reports whether a block is a whole Go file: its first line that is
+// not blank or a comment is a package clause.
+func isFile(block string) bool {
+	for _, l := range strings.Split(block, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "//") {
+			continue
+		}
+		return strings.HasPrefix(l, "package ")
+	}
+	return false
+}
+
+// splitSnippet splits a block that is not a whole file into its
+// declarations and its top-level statements, leaving out import lines.
+func splitSnippet(block string) (decls, stmts []string) {
 	depth := 0
-	inStmt := false
+	inStmt, inImport := false, false
 	for _, l := range strings.SplitAfter(block, "\n") {
 		trimmed := strings.TrimSpace(l)
+		if inImport {
+			inImport = trimmed != ")"
+			continue
+		}
 		if depth == 0 && !inStmt {
 			switch {
+			case strings.HasPrefix(trimmed, "import ("):
+				inImport = true
+				continue
 			case strings.HasPrefix(trimmed, "import "), strings.HasPrefix(trimmed, "package "):
-				continue // computed below
+				continue // computed by completeSnippet
 			case trimmed == "", strings.HasPrefix(trimmed, "//"),
 				regexp.MustCompile(`^(func|type|var|const)\b`).MatchString(trimmed):
 			default:
@@ -200,6 +339,45 @@ func completeSnippet(block string) ([]byte, error) {
 			decls = append(decls, l)
 		}
 	}
+	return decls, stmts
+}
+
+// checkGofmt returns an error, with gofmt's layout, if a block is not laid
+// out as gofmt lays it out. A fragment's declarations and statements are
+// checked apart, as gofmt would lay out each in a file.
+func checkGofmt(block string) error {
+	parts := []string{block}
+	if !isFile(block) {
+		decls, stmts := splitSnippet(block)
+		parts = []string{strings.Join(decls, ""), strings.Join(stmts, "")}
+	}
+	for _, part := range parts {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		out, err := format.Source([]byte(part))
+		if err != nil {
+			return fmt.Errorf("gofmt: %v in\n%s", err, part)
+		}
+		if string(out) != part {
+			return fmt.Errorf("not as gofmt lays it out; gofmt gives\n%s", out)
+		}
+	}
+	return nil
+}
+
+// completeSnippet makes a Go source file of one block of a Markdown file.
+// A whole file is taken as it is. Any other block may omit its package
+// clause and imports, use the preamble's identifiers, and hold statements
+// at top level, which go into a function.
+func completeSnippet(block, file string) ([]byte, error) {
+	if isFile(block) {
+		if _, err := parseSnippet(block, new(string)); err != nil {
+			return nil, err
+		}
+		return []byte(block), nil
+	}
+	decls, stmts := splitSnippet(block)
 
 	body := strings.Join(decls, "")
 	if len(stmts) > 0 {
@@ -275,10 +453,11 @@ func completeSnippet(block string) ([]byte, error) {
 			break
 		}
 		slices.Sort(more)
-		body += "\n// The README leaves these to the reader.\n\n" + strings.Join(more, "\n\n") + "\n"
+		body += "\n// The page leaves these to the reader.\n\n" + strings.Join(more, "\n\n") + "\n"
 	}
 
 	var imports []string
+	importNames := map[string]string{} // import path → the name the block uses
 	f, err = parseSnippet(body, nil)
 	if err != nil {
 		return nil, err
@@ -286,6 +465,7 @@ func completeSnippet(block string) ([]byte, error) {
 	for _, id := range f.Unresolved {
 		if path, ok := readmeImports[id.Name]; ok && !slices.Contains(imports, path) {
 			imports = append(imports, path)
+			importNames[path] = id.Name
 		}
 	}
 	slices.Sort(imports)
@@ -293,9 +473,18 @@ func completeSnippet(block string) ([]byte, error) {
 	if isMain {
 		name = "main"
 	}
-	header := "// Package " + name + " is a Go block of README.md.\npackage " + name + "\n"
+	header := "// Package " + name + " is a Go block of " + file + ".\npackage " + name + "\n"
 	if len(imports) > 0 {
-		header += "\nimport (\n\t\"" + strings.Join(imports, "\"\n\t\"") + "\"\n)\n"
+		header += "\nimport (\n"
+		for _, path := range imports {
+			// The name a block uses may not be the package's own (wprom).
+			header += "\t"
+			if name := importNames[path]; name != path[strings.LastIndex(path, "/")+1:] {
+				header += name + " "
+			}
+			header += fmt.Sprintf("%q\n", path)
+		}
+		header += ")\n"
 	}
 	src := header + "\n" + body
 	if _, err := parseSnippet(src, &header); err != nil {
@@ -319,4 +508,107 @@ func parseSnippet(src string, header *string) (*ast.File, error) {
 		return nil, fmt.Errorf("%v in\n%s", err, src)
 	}
 	return f, nil
+}
+
+// TestDocsLinks checks the relative links of README.md, docs/*.md,
+// BENCHMARKS.md and RELIABILITY.md: each names a file or directory of the
+// repository and, when it has a #fragment into a Markdown file, one of that
+// file's headings, as GitHub makes anchors of them.
+func TestDocsLinks(t *testing.T) {
+	files := append(docFiles(t), "BENCHMARKS.md", "RELIABILITY.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	anchors := map[string]map[string]bool{} // Markdown file → its headings' anchors
+	anchorsOf := func(file string) map[string]bool {
+		if a, ok := anchors[file]; ok {
+			return a
+		}
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := map[string]bool{}
+		for _, l := range strings.Split(string(fence.ReplaceAll(text, nil)), "\n") {
+			if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && strings.HasPrefix(l, "#") {
+				slug := headingAnchor(h)
+				for n := 1; a[slug]; n++ { // GitHub numbers repeated headings
+					slug = fmt.Sprintf("%s-%d", headingAnchor(h), n)
+				}
+				a[slug] = true
+			}
+		}
+		anchors[file] = a
+		return a
+	}
+	for _, file := range files {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Links in code blocks are code, not links.
+		for _, m := range link.FindAllSubmatch(fence.ReplaceAll(text, nil), -1) {
+			target := string(m[1])
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, fragment, _ := strings.Cut(target, "#")
+			if path == "" {
+				path = file
+			} else {
+				path = filepath.Join(filepath.Dir(file), path)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s: %v", file, target, err)
+				continue
+			}
+			if fragment != "" && strings.HasSuffix(path, ".md") && !anchorsOf(path)[fragment] {
+				t.Errorf("%s links to %s: %s has no heading with the anchor %q", file, target, path, fragment)
+			}
+		}
+	}
+}
+
+// headingAnchor returns the anchor GitHub gives a Markdown heading: in lower
+// case, without punctuation, spaces made hyphens.
+func headingAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-', r == '_', unicode.IsLetter(r), unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func TestHeadingAnchor(t *testing.T) {
+	for heading, want := range map[string]string{
+		"What a lease can't guarantee":                          "what-a-lease-cant-guarantee",
+		"Job records: one run at a time, retries, catch-up":     "job-records-one-run-at-a-time-retries-catch-up",
+		"Idle: 100,000 jobs waiting":                            "idle-100000-jobs-waiting",
+		"A leased run's protocol (job records)":                 "a-leased-runs-protocol-job-records",
+		"Autopipelined: go-redis's AutoPipeliner as the client": "autopipelined-go-rediss-autopipeliner-as-the-client",
+		"Testing a job: `crontest`":                             "testing-a-job-crontest",
+		"Why this and not …":                                    "why-this-and-not-",
+	} {
+		if got := headingAnchor(heading); got != want {
+			t.Errorf("headingAnchor(%q) = %q, want %q", heading, got, want)
+		}
+	}
+}
+
+// TestDocsNameTheRustCrate checks that README.md and docs/*.md name the
+// Rust crate they speak of, never "the seed", which a reader can't look up.
+func TestDocsNameTheRustCrate(t *testing.T) {
+	seed := regexp.MustCompile(`(?i)\bthe seed\b`)
+	for _, file := range docFiles(t) {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, loc := range seed.FindAllIndex(text, -1) {
+			t.Errorf("%s:%d says %q: name the Rust wakuwaku crate instead", file, 1+bytes.Count(text[:loc[0]], []byte("\n")), text[loc[0]:loc[1]])
+		}
+	}
 }

@@ -65,7 +65,8 @@ func (a Admin) Resume(ctx context.Context, job string) error {
 // RunNow asks for one run of the job now, outside its schedule: exactly one
 // replica runs it, within about a second (the replicas hear of it over
 // Pub/Sub; a replica whose client can't subscribe serves it at its next
-// tick). It waits for a run in progress to end. The run's [Tick] has
+// tick). It costs two round trips: the request is recorded, then
+// published. It waits for a run in progress to end. The run's [Tick] has
 // [TriggerRequest], and it runs while the job is paused too. Several
 // requests before the run starts make one run.
 func (a Admin) RunNow(ctx context.Context, job string) error {
@@ -77,12 +78,24 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	if err != nil {
 		return err
 	}
-	n, err := controlScript.Run(ctx, c, []string{recordKey(job)}, op, a.by, runNowChannel, job).Int64()
+	n, err := controlScript.Run(ctx, c, []string{recordKey(job)}, op, a.by).Int64()
 	switch {
 	case err != nil:
 		return fmt.Errorf("cron: %s %q: %w", op, job, err)
 	case n < 0:
 		return fmt.Errorf("%w: %q", ErrUnknownJob, job)
+	case op != "run":
+		return nil
+	}
+	// R16: the request is recorded; now the replicas hear of it. The
+	// channel counts as the command's key, so that a client that shards
+	// by key (a Ring, which otherwise sends PUBLISH to any shard) sends
+	// it to the channel's shard, where the replicas subscribed. If it
+	// fails, the request waits in the record for the job's next claim.
+	pub := redis.NewIntCmd(ctx, "publish", runNowChannel, job)
+	pub.SetFirstKeyPos(1)
+	if err := redisscript.Process(ctx, c, pub); err != nil {
+		return fmt.Errorf("cron: %s %q: the request is recorded, but announcing it failed: %w", op, job, err)
 	}
 	return nil
 }
@@ -206,8 +219,8 @@ func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 }
 
 // Jobs returns the status of every leased job that has a record, by name:
-// it scans the keys of every master of a Redis Cluster, then reads each
-// record.
+// it scans the keys of every master of a Redis Cluster, or every shard of
+// a Ring, then reads each record.
 func (a Admin) Jobs(ctx context.Context) ([]JobStatus, error) {
 	c, err := a.client()
 	if err != nil {
@@ -233,16 +246,22 @@ func (a Admin) Jobs(ctx context.Context) ([]JobStatus, error) {
 			cursor = next
 		}
 	}
-	if cl, ok := c.(interface {
+	var mu sync.Mutex // the masters or shards are scanned concurrently
+	each := func(ctx context.Context, node *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return scan(ctx, node)
+	}
+	switch cl := c.(type) {
+	case interface {
 		ForEachMaster(context.Context, func(context.Context, *redis.Client) error) error
-	}); ok {
-		var mu sync.Mutex // ForEachMaster scans the masters concurrently
-		err = cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			mu.Lock()
-			defer mu.Unlock()
-			return scan(ctx, m)
-		})
-	} else {
+	}:
+		err = cl.ForEachMaster(ctx, each) // a Cluster
+	case interface {
+		ForEachShard(context.Context, func(context.Context, *redis.Client) error) error
+	}:
+		err = cl.ForEachShard(ctx, each) // a Ring
+	default:
 		err = scan(ctx, c)
 	}
 	if err != nil {

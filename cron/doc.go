@@ -51,4 +51,11 @@
 // place. A [Leased] job also has a record in Redis, and the
 // runtime keeps one Pub/Sub subscription per Redis client of its leased
 // jobs, on which run-now requests come ([Admin.RunNow]).
+//
+// # The record protocol
+//
+// How the replicas of a [Leased] job agree on who runs each slot, and what
+// a retry, a catch-up, a pause or a run-now does to it, is stated once, as
+// a table of a slot's states and the events that move it, in PROTOCOL.md
+// beside this package's source. The scripts and the runtime cite its rows.
 package cron

@@ -23,12 +23,15 @@ import (
 //
 //	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:<name>}
 //
-// Its hash tag is the key of the seed's lease for the job, so that on a
+// Its hash tag is the key of the Rust crate's lease for the job, so that on a
 // Redis Cluster the record and that lease share a hash slot. The record
 // holds the run in progress, the slot it claimed, the last run, the last
-// failure, a pause and a run-now request; the README lists its fields.
-// Every replica's tick refreshes its TTL, a few intervals, so that it
-// expires once no replica runs the job. [Admin] reads and steers it.
+// failure, a pause and a run-now request. Every claim makes it live at
+// least until that replica's next tick and the end of the slot's claim
+// window, plus a few intervals, and no script shortens that: it expires
+// only once no replica runs the job. [Admin] reads and steers it. The
+// protocol that keeps it, its states, events and transitions, is stated
+// once, in PROTOCOL.md beside this package's source.
 //
 // # A run
 //
@@ -43,11 +46,15 @@ import (
 // records its outcome. So a run costs two round trips, plus one per third
 // of the run lease while it runs.
 //
-// A tick that finds a run in progress, on this replica or another, is
+// A tick that finds its slot's run in progress on another replica is
 // skipped with [ReasonRunning]; one that finds its slot run already, with
 // [ReasonLeaseHeld]; one that comes while the job is paused, with
 // [ReasonPaused]. Each is logged at Debug and reported to
-// [Observer.RunSkipped]: the replica that runs logs the run.
+// [Observer.RunSkipped]: the replica that runs logs the run. A tick whose
+// slot is new while a run of an earlier slot still holds the job is
+// skipped: the slot is not run by any replica (a run-over slot, as in
+// classic cron), and the replica whose run it is logs that at Warn with
+// [ReasonStillRunning]; the others, at Debug with ReasonRunning.
 //
 // # Slots
 //
@@ -59,12 +66,12 @@ import (
 //
 // The slots of an [interval.AtLeast], [interval.AfterFinish] or
 // [interval.AfterStart] job are each replica's own, so the job's slot is
-// the seed's: the tick that takes the seed's lease opens it, and it lasts
+// the Rust crate's: the tick that takes the Rust crate's lease opens it, and it lasts
 // as long as that lease, 11/12 of the interval unless [LeaseConfig.TTL]
 // says otherwise. The lease is never released and runs out before the
 // interval ends, so the next interval's first tick, whichever replica it
-// comes from, opens the next slot. Its key is the seed's, holding a random
-// 16-byte token, so a service that takes it by hand, as the seed's
+// comes from, opens the next slot. Its key is the Rust crate's, holding a random
+// 16-byte token, so a service that takes it by hand, as the Rust crate's
 // HourlyReport does, shares it:
 //
 //	@@wakuwaku-entity:Lock:cron:<name>
@@ -79,7 +86,7 @@ import (
 //
 // # Failures
 //
-// By default a slot is run at most once, as in the seed: a run that fails,
+// By default a slot is run at most once, as in the Rust crate: a run that fails,
 // panics, loses its run lease or dies with its replica is not repeated (a
 // replica killed mid-run holds the job until its run lease runs out, and
 // its run is then recorded as lost). With [LeaseConfig.Attempts] of 2 or
@@ -87,17 +94,24 @@ import (
 // the slot after a back-off ([LeaseConfig.Backoff]), on the replica whose
 // run failed or on any other that ticks or that waited for the run to end,
 // until one succeeds or the attempts are spent, when the slot is recorded
-// as failed. Its [Tick] has [TriggerRetry] and its Attempt number. Either
-// way, never two runs of the job at once.
+// as failed (later ticks of it are skipped with [ReasonAttemptsUsedUp]).
+// Its [Tick] has [TriggerRetry] and its Attempt number. Either way, never
+// two runs of the job at once. A retry or a look again at the slot can only
+// run that slot: it never opens another.
 //
 // With [LeaseConfig.CatchUp], a job whose interval has no startup run
 // catches up at start: if the latest slot that began within CatchUp never
 // ran (every replica was down), one replica runs it, with
-// [TriggerCatchUp].
+// [TriggerCatchUp]. A slot from before the job's record existed (its first
+// deployment) is never caught up.
 //
 // If the claim fails because Redis failed, the run is skipped with
 // [ReasonAdmissionFailed] and the error is logged: a run is never risked
-// without its claim. If Redis loses the record (a failover without
+// without its claim. If Redis does not answer a run's completion, the
+// replica sends it again, backing off, while the slot can still be
+// claimed, so that a slot with attempts left gets them once Redis is back
+// (the completion that gets through records the run's own outcome, or
+// finds it recorded lost). If Redis loses the record (a failover without
 // persistence, an eviction), the run in progress loses its run lease and is
 // cancelled, and a replica that ticks again within the slot runs it again:
 // keep the job idempotent.
@@ -122,7 +136,7 @@ type LeaseConfig struct {
 	// must set it. Replicas of one job must agree on it.
 	Name string
 	// TTL is how long a slot can be claimed, from its start. For a
-	// duration policy it is the seed's lease, 11/12 of the interval by
+	// duration policy it is the Rust crate's lease, 11/12 of the interval by
 	// default (55 minutes of an hour); it must be shorter than the
 	// interval, or a replica could find its own lease of the previous
 	// interval still held and the interval would be skipped: Start refuses
@@ -133,7 +147,7 @@ type LeaseConfig struct {
 	TTL time.Duration
 
 	// Attempts is how many runs a slot gets until one succeeds. 0 or 1,
-	// the default, is the seed's at most once: a run that fails, panics,
+	// the default, is the Rust crate's at most once: a run that fails, panics,
 	// loses its run lease or dies with its replica is not repeated. With
 	// 2 or more, such a run leaves its slot open, and the next tick of any
 	// replica inside the slot runs it again, after a back-off, until a run
@@ -181,6 +195,9 @@ const (
 	// ReasonRetryWait is why a tick was skipped when its slot's last
 	// attempt failed and the back-off before the next had not passed.
 	ReasonRetryWait = "waiting to retry"
+	// ReasonAttemptsUsedUp is why a tick was skipped when its slot had
+	// failed every attempt [LeaseConfig.Attempts] allows.
+	ReasonAttemptsUsedUp = "slot used up its attempts"
 )
 
 // leaseOf calls the job's Lease method, turning a panic into an error that

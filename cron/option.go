@@ -70,8 +70,10 @@ func defaultOptions() options {
 //     ("panic", "stack", "outcome" panic); the beginning of an admission
 //     outage ("error").
 //   - Warn: a tick skipped because the job's previous run was still going
-//     ([ReasonStillRunning], [ReasonTooManyRuns]) or that came too late for
-//     its slot's lease ([ReasonTooLate]); a late wake-up; a job with no
+//     ([ReasonStillRunning], [ReasonTooManyRuns]; for a [Leased] job, on
+//     the replica whose run it is: no replica runs that slot) or that
+//     came too late for its slot's lease ([ReasonTooLate]); a late
+//     wake-up; a job with no
 //     further slots; a Shutdown that gave up waiting ("runs" left); a
 //     leased job's run that ended after its run lease was lost; a clock
 //     that disagrees with Redis's by more than a second, or a twelfth of
@@ -90,7 +92,7 @@ func defaultOptions() options {
 // Every record has the attribute "replica" (see [WithReplica]); a job's
 // records have "job" and "run", and a run's also "scheduled" and "slot".
 // A [Leased] job's runs also have "record", the Redis key of its record,
-// and for a duration policy "lease", the key of the seed's lease; a retry,
+// and for a duration policy "lease", the key of the Rust crate's lease; a retry,
 // catch-up or requested run has "trigger" and "attempt".
 //
 // Without WithLogger the runtime is silent.

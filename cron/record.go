@@ -22,12 +22,12 @@ import (
 //
 //	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:n}
 //
-// its hash tag being the seed's lease key, so that on a Redis Cluster the
+// its hash tag being the Rust crate's lease key, so that on a Redis Cluster the
 // record and that lease share a hash slot and one script acts on both.
 const recordPrefix = "@@wakuwaku-cron:{"
 
 // runNowChannel is the Pub/Sub channel on which a run-now request is
-// announced, with the job's lease name as the message.
+// announced, with the job's lease name as the message (PROTOCOL.md, R16).
 const runNowChannel = "@@wakuwaku-cron:run-now"
 
 // recordKey returns the key of the record of the job whose lease is named
@@ -44,28 +44,32 @@ const (
 	maxBackoff     = 64 // times Backoff, at most
 )
 
-// claimMode is why a run asks for its claim.
+// claimMode is the event a claim is for: each of PROTOCOL.md's E1 to E6
+// has its own, and only modeTick (and modeCatchUp, for a slot every
+// replica missed) can open a slot.
 type claimMode uint8
 
 const (
-	modeTick    claimMode = iota // a tick of the schedule, or a retry of its slot
-	modeCatchUp                  // the catch-up run at start
-	modeRequest                  // a run-now request
-	modeHello                    // no run: the runtime's start announces the job
+	modeTick    claimMode = iota // E1: a tick of the schedule
+	modeRetry                    // E2: this replica's attempt at a slot after its own failed
+	modeFollow                   // E3: another look at a slot that a run or a back-off held up
+	modeCatchUp                  // E4: the catch-up at start
+	modeRequest                  // E5: a run-now request
+	modeHello                    // E6: no run: the runtime's start announces the job
 )
 
-var modeNames = [...]string{"tick", "catchup", "request", "hello"}
+var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello"}
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.
 type jobState struct {
 	c        redisscript.Client
 	name     string   // the lease's name
-	keys     []string // the record, then, for a duration policy, the seed's lease
+	keys     []string // the record, then, for a duration policy, the Rust crate's lease
 	shared   bool     // a Cron policy: slots that every replica names alike
 	ttl      time.Duration
 	runTTL   time.Duration
-	keep     time.Duration // how long the record lives after its last use
+	keep     time.Duration // how long the record lives after its next use (see keepFor)
 	attempts int
 	backoff  time.Duration
 	catchUp  time.Duration
@@ -126,6 +130,8 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 		s.runTTL = min(defaultRunTTL, max(base/2, 10*time.Millisecond))
 	}
 	s.runTTL = max(s.runTTL, 3*time.Millisecond)
+	// C2's margin, after the next tick and the slot's claim window: a
+	// few intervals, the run lease and the catch-up window.
 	s.keep = max(3*base+s.runTTL+s.catchUp, time.Minute)
 	s.base = base
 	return s, nil
@@ -143,33 +149,55 @@ type claimed struct {
 	run     *runLease     // the run lease, if the run goes ahead
 	reason  string        // why not, if it doesn't ("" with quiet)
 	wait    time.Duration // until another run's lease or a back-off ends, if known
-	quiet   bool          // nothing to report: the request or catch-up was not due
+	quiet   bool          // nothing to report (PROTOCOL.md's "nothing")
+	follow  bool          // worth another look at the slot when wait has passed (E3)
 	attempt int
 	trigger Trigger
+	slot    string // the slot's id in the record, if known
 }
 
-// claim asks the record whether this replica runs t now.
-func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time.Time) (claimed, error) {
-	slotKey, slotAt := "", int64(0)
+// keepFor returns how long the record must live at least after a script
+// that names a tick due at next (zero if unknown) and, for a claim, a
+// slot whose claim window ends at end (zero if none): C2's margin after
+// the later of the two.
+func (s *jobState) keepFor(now, next, end time.Time) int64 {
+	d := time.Duration(0)
+	if !next.IsZero() {
+		d = max(d, next.Sub(now))
+	}
+	if !end.IsZero() {
+		d = max(d, end.Sub(now))
+	}
+	return (d + s.keep).Milliseconds()
+}
+
+// claim asks the record whether this replica runs t now, for the event
+// mode; slot is the record's id of t's slot for modeRetry and modeFollow
+// (a duration policy's slot has no other name).
+func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time.Time, slot string) (claimed, error) {
+	slotAt := ""
 	var leaseMS int64
 	var token, prev string
 	now := s.now()
+	end := t.Slot.LeaseEnd(s.ttl)
 	if s.shared {
-		slotKey, _ = t.Slot.Key()
-		slotAt = t.Slot.Start.UnixMilli()
-	} else {
-		ttl := t.Slot.LeaseEnd(s.ttl).Sub(now)
-		if mode == modeTick && ttl < time.Millisecond {
-			return claimed{reason: ReasonTooLate}, nil
-		}
-		leaseMS = max(ttl.Milliseconds(), 1)
+		slot, _ = t.Slot.Key()
+		slotAt = strconv.FormatInt(t.Slot.Start.UnixMilli(), 10)
+	}
+	if (mode == modeTick || mode == modeRetry || mode == modeFollow) && !now.Before(end) {
+		// Its claim window is over; a duration policy's lease would
+		// last into the replica's next slot.
+		return claimed{reason: ReasonTooLate, quiet: mode != modeTick}, nil
+	}
+	if !s.shared && mode != modeHello && mode != modeRequest {
+		leaseMS = max(end.Sub(now).Milliseconds(), 1)
 		token = newLeaseToken()
 		s.mu.Lock()
 		prev = s.own
 		s.mu.Unlock()
 	}
-	if s.shared && mode == modeTick && !now.Before(t.Slot.LeaseEnd(s.ttl)) {
-		return claimed{reason: ReasonTooLate}, nil
+	if mode == modeHello || mode == modeRequest {
+		end = time.Time{}
 	}
 	run := &runLease{s: s, token: randomHex(16)}
 	nextMS := ""
@@ -178,36 +206,55 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 	}
 	sent := time.Now()
 	reply, err := claimScript.Run(ctx, s.c, s.keys,
-		modeNames[mode], slotKey, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
-		s.keep.Milliseconds(), s.attempts, leaseMS, token, prev, nextMS,
+		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
+		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
 		s.catchUp.Milliseconds(), s.every.Milliseconds()).Slice()
 	if err != nil {
 		return claimed{}, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
 	}
-	code, a, why := replyInts(reply)
+	code, n, text, id := claimReply(reply)
+	c := claimed{slot: id, quiet: mode == modeCatchUp}
 	switch code {
 	case 1:
-		trigger := parseTrigger(why)
-		if token != "" && a == 1 && trigger != TriggerRequest {
+		c.trigger = parseTrigger(text)
+		if token != "" && n == 1 && c.trigger != TriggerRequest {
 			// The claim opened a slot, with token as its lease.
 			s.mu.Lock()
 			s.own = token
 			s.mu.Unlock()
 		}
 		run.deadline = sent.Add(s.runTTL)
-		return claimed{run: run, attempt: int(a), trigger: trigger}, nil
-	case 2:
-		return claimed{reason: ReasonRunning, wait: time.Duration(a) * time.Millisecond, quiet: mode == modeRequest}, nil
-	case 3, 7:
-		return claimed{reason: ReasonLeaseHeld, quiet: mode != modeTick}, nil
-	case 4:
-		return claimed{reason: ReasonPaused, quiet: mode != modeTick}, nil
-	case 5:
-		return claimed{reason: ReasonRetryWait, wait: time.Duration(a) * time.Millisecond, quiet: mode != modeTick}, nil
+		c.run, c.attempt = run, int(n)
+		return c, nil
+	case 2: // R1, R2
+		c.wait = time.Duration(n) * time.Millisecond
+		c.reason = ReasonRunning
+		switch {
+		case mode == modeRequest:
+			c.quiet = true
+		case mode != modeTick:
+			c.follow = true
+		case text == "same":
+			c.follow = s.attempts > 1
+		case text == "mine":
+			c.reason = ReasonStillRunning
+		}
+		return c, nil
+	case 3: // R7, D4
+		c.reason = ReasonLeaseHeld
+	case 4: // R3
+		c.reason = ReasonPaused
+	case 5: // R6
+		c.reason, c.wait, c.follow = ReasonRetryWait, time.Duration(n)*time.Millisecond, true
+		c.quiet = c.quiet || mode != modeTick
 	case 6:
-		return claimed{quiet: true}, nil
+		c.quiet = true
+	case 7: // R8
+		c.reason = ReasonAttemptsUsedUp
+	default:
+		return claimed{}, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
 	}
-	return claimed{}, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
+	return c, nil
 }
 
 // completed is a completion's answer.
@@ -218,8 +265,8 @@ type completed struct {
 	backoff time.Duration
 }
 
-// complete records the end of run, which returned err (a *PanicError if it
-// panicked), and the next tick if known.
+// complete is E8: it records the end of run, which returned err (a
+// *PanicError if it panicked), and the next tick if known (R12).
 func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, err error, next time.Time) (completed, error) {
 	outcome, text := "ok", ""
 	var p *PanicError
@@ -237,7 +284,7 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, err
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	reply, rerr := completeScript.Run(ctx, s.c, s.keys[:1], run.token, outcome, cut(text, maxErrorText),
-		s.attempts, backoff.Milliseconds(), s.keep.Milliseconds(), nextMS).Slice()
+		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS).Slice()
 	if rerr != nil {
 		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
 	}
@@ -262,9 +309,9 @@ func (s *jobState) backoffAfter(attempt int) time.Duration {
 	return min(d, maxBackoff*s.backoff)
 }
 
-// replyInts reads a claim's reply: its code, its integer argument and its
-// string argument, each zero if absent.
-func replyInts(reply []any) (code, n int64, s string) {
+// claimReply reads a claim's reply: its code, its integer, its text and
+// the slot's id, each zero if absent.
+func claimReply(reply []any) (code, n int64, text, slot string) {
 	if len(reply) > 0 {
 		code, _ = reply[0].(int64)
 	}
@@ -272,9 +319,12 @@ func replyInts(reply []any) (code, n int64, s string) {
 		n, _ = reply[1].(int64)
 	}
 	if len(reply) > 2 {
-		s, _ = reply[2].(string)
+		text, _ = reply[2].(string)
 	}
-	return code, n, s
+	if len(reply) > 3 {
+		slot, _ = reply[3].(string)
+	}
+	return code, n, text, slot
 }
 
 // runLease is the lease of a run in progress, which [lock.WhileHeld] keeps
@@ -287,7 +337,7 @@ type runLease struct {
 	deadline time.Time
 }
 
-// Extend restarts the run lease for another run TTL.
+// Extend is E7: it restarts the run lease for another run TTL (R11).
 func (l *runLease) Extend(ctx context.Context) (bool, error) {
 	sent := time.Now()
 	n, err := heartbeatScript.Run(ctx, l.s.c, l.s.keys[:1], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds()).Int64()
@@ -315,7 +365,7 @@ func (l *runLease) Deadline() time.Time {
 	return l.deadline
 }
 
-// newLeaseToken returns a token for the seed's lease key: 16 random bytes,
+// newLeaseToken returns a token for the Rust crate's lease key: 16 random bytes,
 // as package lock's tokens are.
 func newLeaseToken() string {
 	var b [16]byte

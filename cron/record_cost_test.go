@@ -83,7 +83,7 @@ func (p *protocol) run(tb testing.TB) {
 		now := time.Now()
 		t.Slot = p.every.Plan(now, now).Slot
 	}
-	c, err := p.s.claim(context.Background(), modeTick, &t, time.Time{})
+	c, err := p.s.claim(context.Background(), modeTick, &t, time.Time{}, "")
 	if err != nil || c.run == nil {
 		tb.Fatalf("claim = %+v, %v; want a run", c, err)
 	}

@@ -30,7 +30,7 @@ func TestOwnLeaseAfterRetry(t *testing.T) {
 		t.Helper()
 		now := time.Now()
 		tick := Tick{Slot: every.Plan(now, now).Slot}
-		c, err := s.claim(ctx, modeTick, &tick, time.Time{})
+		c, err := s.claim(ctx, modeTick, &tick, time.Time{}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

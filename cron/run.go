@@ -15,13 +15,14 @@ import (
 // worker needs to run it. They are reused (see getRun), so that a tick
 // allocates nothing.
 type runArgs struct {
-	e        *entry
-	tick     Tick
-	atFinish bool
-	next     time.Time // the next tick, if known as the run starts
-	mode     claimMode // what a leased job's claim asks for
-	extra    bool      // not a tick of the schedule: a retry, catch-up or request
-	alone    bool      // run in a goroutine of its own, not in a worker
+	e           *entry
+	tick        Tick
+	atFinish    bool
+	next        time.Time // the next tick, if known as the run starts
+	mode        claimMode // the event a leased job's claim is for
+	slot        string    // the record's id of its slot, for modeRetry and modeFollow
+	offSchedule bool      // not a tick of the schedule: E2 to E5 (see offSchedule)
+	alone       bool      // run in a goroutine of its own, not in a worker
 
 	// What the scheduler reports about the tick itself.
 	skip   string        // the reason, if the tick is skipped
@@ -67,8 +68,8 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 			// needs (see timed) is not timed.
 			end = t.Started
 		}
-		if a.extra {
-			r.finishedExtra()
+		if a.offSchedule {
+			r.finishedOffSchedule()
 		} else {
 			r.finished(e, t.Started, end, a.atFinish)
 		}
@@ -152,9 +153,10 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		}
 		return nil, true
 	}
-	c, err := s.claim(ctx, a.mode, t, a.next)
+	c, err := s.claim(ctx, a.mode, t, a.next, a.slot)
 	if err != nil {
 		r.admissionFailed(ctx, e, t, err)
+		r.lookAgainAfterError(ctx, a)
 		return nil, false
 	}
 	if e.admit.failures.Load() > 0 {
@@ -164,10 +166,11 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		if !c.quiet && c.reason != "" {
 			r.skipped(ctx, t, c.reason)
 		}
-		r.followUp(ctx, e, t, c)
+		r.followUp(ctx, a, c)
 		return nil, false
 	}
 	t.Attempt, t.Trigger = c.attempt, c.trigger
+	a.slot = c.slot
 	return c.run, true
 }
 
@@ -181,9 +184,10 @@ func processHeld(ctx context.Context, j Job, t *Tick, held *runLease) error {
 	return err
 }
 
-// complete records the end of a leased job's run in its record, and
-// schedules what the record asks for next: another attempt at the slot
-// after its back-off, or a run that an operator requested meanwhile.
+// complete records the end of a leased job's run in its record (E8, or
+// R13 if Redis does not answer), and schedules what the record asks for
+// next (R12): this replica's retry of the slot after its back-off (E2), or
+// a run that an operator requested meanwhile (E5).
 func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err error, end time.Time) {
 	e, t, s := a.e, &a.tick, a.e.admit.state
 	next := a.next
@@ -193,10 +197,9 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 	// Shutdown may have cancelled the run's context: the record is still
 	// written, within the run lease.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
-	defer cancel()
 	c, cerr := s.complete(cctx, held, t.Attempt, err, next)
-	switch {
-	case cerr != nil:
+	cancel()
+	if cerr != nil {
 		// Part of an outage, which is logged once as it begins (see
 		// admissionFailed).
 		e.admit.failedSince.CompareAndSwap(0, t.Started.UnixNano())
@@ -204,19 +207,24 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 		if e.admit.failures.Add(1) == 1 {
 			level = slog.LevelError
 		}
-		r.log.LogAttrs(ctx, level, "cron job's run could not be recorded; its run lease runs out by itself",
+		r.log.LogAttrs(ctx, level, "cron job's run could not be recorded; trying again while its slot lasts",
 			slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
-		return
-	case !c.held:
+		if c, cerr = r.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
+			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's run was not recorded; its run lease runs out by itself",
+				slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+			return
+		}
+	}
+	if !c.held {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run ended after its run lease was lost",
 			slog.String("job", t.Job), slog.Uint64("run", t.Run))
 		return
 	}
 	if c.open {
-		r.scheduleRetry(ctx, e, t.Slot, c.backoff)
+		r.lookAgain(ctx, e, modeRetry, t.Slot, a.slot, c.backoff)
 	}
 	if c.wanted {
-		r.extra(ctx, e, modeRequest, interval.Slot{})
+		r.offSchedule(ctx, e, modeRequest, interval.Slot{}, "")
 	}
 }
 

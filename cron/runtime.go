@@ -17,7 +17,8 @@ import (
 // ErrInvalidJob is the error [Start] returns, wrapped with the job's index
 // or name, for a job it cannot run: a nil job, a job whose Interval is the
 // zero interval.Interval, a job with an empty name, two jobs with one
-// name, or a [Leased] job whose lease has no name or can't work.
+// name, two [Leased] jobs with one lease name, or a Leased job whose lease
+// has no name or can't work.
 var ErrInvalidJob = errors.New("cron: invalid job")
 
 // Runtime runs jobs on their schedules. [Start] makes one; its jobs run
@@ -60,10 +61,11 @@ type Runtime struct {
 	// The leased jobs, and the Pub/Sub subscriptions on which their
 	// run-now requests come (guarded by mu), whose listeners Shutdown
 	// stops and waits for.
-	leased     []*entry
-	subs       []io.Closer
-	listeners  sync.WaitGroup
-	endListens context.CancelFunc // ends the listeners' dials and calls
+	leased        []*entry
+	subs          []io.Closer
+	listeners     sync.WaitGroup
+	listenersDone chan struct{}      // closed when the listeners ended after Shutdown
+	endListens    context.CancelFunc // ends the listeners' dials and calls
 }
 
 // entry is a job and its scheduling state. It is what an idle job costs,
@@ -142,8 +144,9 @@ const dispatchChunk = 16
 // Start returns an error wrapping [ErrInvalidJob] or [ErrInvalidOption],
 // before any job runs, if a job is nil, has the zero interval or an empty
 // name, panics in its Name, Interval or Lease method, if two jobs have one
-// name, if a [Leased] job has neither a Name method nor a
-// [LeaseConfig.Name], if a lease can't work, or if an option is invalid.
+// name or two [Leased] jobs one lease name, if a Leased job has neither a
+// Name method nor a [LeaseConfig.Name], if a lease can't work, or if an
+// option is invalid.
 // The caller must call [Runtime.Shutdown] on the runtime it returns.
 func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	o := defaultOptions()
@@ -190,6 +193,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		o.replica = defaultReplica()
 	}
 	var leased []*entry
+	leaseOwner := make(map[string]string) // lease name: job name
 	for i := range entries {
 		e := &entries[i]
 		if l, ok := e.job.(Leased); ok {
@@ -202,6 +206,12 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 			if lease.Name, err = leaseName(e.name, l, lease); err != nil {
 				return nil, err
 			}
+			if other, dup := leaseOwner[lease.Name]; dup {
+				// One record can't keep two jobs' slots: one of them
+				// would never run, and a run-now would reach one.
+				return nil, fmt.Errorf("%w: jobs %q and %q both lease %q", ErrInvalidJob, other, e.name, lease.Name)
+			}
+			leaseOwner[lease.Name] = e.name
 			if err := e.every.CheckLease(lease.TTL); err != nil {
 				return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, e.name, err)
 			}
@@ -220,19 +230,20 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &Runtime{
-		log:        o.log.With(slog.String("replica", o.replica)),
-		observer:   o.observer,
-		maxOverlap: o.maxOverlap,
-		now:        o.now,
-		cancel:     cancel,
-		wake:       make(chan struct{}, 1),
-		stop:       make(chan struct{}),
-		loopDone:   make(chan struct{}),
-		idle:       make(chan struct{}),
-		queue:      make(queue, 0, len(entries)),
-		batch:      make([]*runArgs, 0, dispatchChunk),
-		work:       make(chan *chunk, workQueue),
-		leased:     leased,
+		log:           o.log.With(slog.String("replica", o.replica)),
+		observer:      o.observer,
+		maxOverlap:    o.maxOverlap,
+		now:           o.now,
+		cancel:        cancel,
+		wake:          make(chan struct{}, 1),
+		stop:          make(chan struct{}),
+		loopDone:      make(chan struct{}),
+		idle:          make(chan struct{}),
+		listenersDone: make(chan struct{}),
+		queue:         make(queue, 0, len(entries)),
+		batch:         make([]*runArgs, 0, dispatchChunk),
+		work:          make(chan *chunk, workQueue),
+		leased:        leased,
 	}
 	now := r.now()
 	// Each policy says once when its jobs' first tick is due.

@@ -2,12 +2,12 @@ package cron
 
 import "github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 
-// The scripts that keep a leased job's record (see [Leased]): a claim before
-// a run, a heartbeat while it runs, a completion after it, and the
-// operators' commands. Each is one round trip. KEYS[1] is the record, a
-// hash; a duration policy's claim also gets the seed's lease key as
-// KEYS[2]. Times are milliseconds of the server's clock (TIME), so that the
-// replicas' clocks never decide who runs.
+// The scripts that keep a leased job's record: the claim, the heartbeat,
+// the completion and the operators' commands of PROTOCOL.md, whose rows
+// they cite. Each is one round trip. KEYS[1] is the record, a hash; a
+// duration policy's claim also gets the job's lease key (the Rust crate's)
+// as KEYS[2]. Times are milliseconds of the server's clock (TIME), so that
+// the replicas' clocks never decide who runs.
 
 // recordPrelude defines now, the record R, and the helpers every script
 // uses.
@@ -20,7 +20,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- a few commands, not one per field.
 local cache = nil
 local readable = {'run', 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why',
-	'slot', 'slot.at', 'slot.state', 'slot.tries', 'slot.retry', 'slot.lease', 'paused', 'want', 'next'}
+	'slot', 'slot.at', 'slot.state', 'slot.tries', 'slot.retry', 'slot.lease', 'paused', 'want', 'next',
+	'seen', 'born'}
 local function get(f)
 	if not cache then
 		cache = {}
@@ -49,9 +50,12 @@ local function hdel(...)
 	end
 	redis.call('HDEL', R, ...)
 end
--- keep makes the record live ms more: every replica computes the same.
+-- keep makes the record live ms more at least (C2): never less than it
+-- was to live already, which another replica may have asked for.
 local function keep(ms)
-	redis.call('PEXPIRE', R, ms)
+	if redis.call('PTTL', R) < ms then
+		redis.call('PEXPIRE', R, ms)
+	end
 end
 local function setnext(n)
 	if n ~= '' then
@@ -67,7 +71,7 @@ local function record(prefix, outcome, ended)
 		prefix .. 'start', get('run.since'), prefix .. 'end', ended, prefix .. 'outcome', outcome,
 		prefix .. 'try', get('run.try'), prefix .. 'why', get('run.why'))
 end
--- finish ends the run in progress: last (and fail, unless it succeeded),
+-- finish ends the run in progress (C1, R12): last (and fail, unless it succeeded),
 -- and the state of its slot, which it returns (false for a requested run,
 -- which has none).
 local function finish(outcome, ended, err, max, backoff)
@@ -94,132 +98,182 @@ local function finish(outcome, ended, err, max, backoff)
 end
 `
 
-// claimScript decides whether this replica runs now, and if so records the
-// run in progress under its run lease. ARGV: mode (tick, catchup, request,
-// hello), the slot's key and start (a Cron job's; empty for a duration
-// policy, whose slot the seed's lease KEYS[2] opens), the run's token, the
-// replica, the run lease in ms, how long the record lives in ms, the
-// attempts a slot gets, the seed lease's TTL in ms and its new token and
-// this replica's previous one (a duration policy's), the next tick in ms
-// (or empty), the catch-up window in ms and the interval in ms.
+// claimScript is every claim of PROTOCOL.md: E1 tick, E2 retry, E3
+// follow-up, E4 catch-up, E5 request and E6 hello, after C1 and C2. ARGV:
+// 1 mode (tick, retry, follow, catchup, request, hello); 2 the slot's id S
+// (a Cron slot's key; a duration policy's, for retry and follow, the id a
+// claim answered; else empty); 3 a Cron slot's start in ms; 4 the run's
+// token; 5 the replica; 6 the run lease in ms; 7 how long the record must
+// live at least, in ms; 8 the attempts a slot gets; 9 a duration policy's
+// lease TTL in ms, 10 its new token and 11 this replica's previous one; 12
+// the next tick in ms (or empty); 13 the catch-up window in ms; 14 a
+// duration policy's interval in ms.
 //
-// Reply: {1, attempt, trigger} to run; {2, ms} another run is in progress
-// for ms more; {3} the slot ran, or runs elsewhere; {4} paused; {5, ms}
-// the slot waits ms for its next attempt; {6} nothing to do; {7} the slot
-// failed all its attempts.
+// Reply: {code, ms, text, slot id}. Codes: 1 run (ms: the attempt, text:
+// the trigger); 2 the run lease is held for ms more (text: same, the run
+// of S; mine, another run of this replica; other); 3 S ran, or is past,
+// or its lease is held by hand; 4 paused; 5 S waits ms for its next
+// attempt; 6 nothing to do, quietly; 7 S used up its attempts.
 var claimScript = redisscript.New(recordPrelude + `
-local mode, replica, max = ARGV[1], ARGV[5], tonumber(ARGV[8])
+local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
+-- C2: the record says who saw it last, and lives long enough.
+local existed = get('seen')
+if not existed then
+	hset('born', now)
+end
 hset('seen', now, 'seen.by', replica)
 setnext(ARGV[12])
 keep(tonumber(ARGV[7]))
+-- C1: a run whose lease ended is over.
 if get('run') and num('run.until') < now then
-	-- Its replica died, or lost Redis for longer than the run lease.
 	finish('lost', get('run.until'), 'the run lease expired: its replica died or lost Redis', max, 0)
+end
+if mode == 'hello' then
+	return {6} -- R10
 end
 local running = get('run')
 local function start(slot, try, why)
 	hset('run', ARGV[4], 'run.by', replica, 'run.since', now,
 		'run.until', now + tonumber(ARGV[6]), 'run.slot', slot, 'run.try', try, 'run.why', why)
-	return {1, try, why}
+	return {1, try, why, slot}
 end
+-- R9: a request runs when nothing holds the run lease.
 local function request()
 	if running or not get('want') then
 		return nil
 	end
 	hdel('want', 'want.by')
-	local slot = ARGV[2]
-	if slot == '' then
-		slot = get('slot') or ''
-	end
-	return start(slot, 1, 'request')
-end
-if mode == 'hello' then
-	return {6}
+	return start(get('slot') or '', 1, 'request')
 end
 if mode == 'request' then
 	local r = request()
 	if r then
 		return r
 	elseif running then
-		return {2, num('run.until') - now}
+		return {2, num('run.until') - now, 'other', ''}
 	end
 	return {6}
 end
-if running then
-	return {2, num('run.until') - now}
-end
-if get('paused') then
-	return request() or {4}
-end
-local function same()
-	local tries = num('slot.tries')
-	if get('slot.state') == 'open' and tries < max then
-		local wait = num('slot.retry') - now
-		if wait > 0 then
-			return request() or {5, wait}
+-- Which slot a duration policy's tick or catch-up is for: D1 to D4.
+local fresh = false
+if #KEYS == 2 and (mode == 'tick' or mode == 'catchup') then
+	local held = redis.call('GET', KEYS[2])
+	if not held then
+		fresh = true -- D1
+	elseif held == get('slot.lease') then
+		if mode == 'tick' and held == ARGV[11] and get('slot.state') ~= 'open' then
+			fresh = true -- D3
+		else
+			S = get('slot') -- D2
 		end
-		hset('slot.tries', tries + 1)
-		return start(get('slot'), tries + 1, 'retry')
-	end
-	local r = request()
-	if r then
-		return r
-	elseif get('slot.state') == 'failed' then
-		return {7}
-	end
-	return {3}
-end
-local function open(slot, at, why)
-	hset('slot', slot, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0)
-	return start(slot, 1, why)
-end
-local why = 'schedule'
-if mode == 'catchup' then
-	why = 'catch-up'
-end
-if #KEYS == 1 then
-	local slot, at = ARGV[2], tonumber(ARGV[3])
-	if get('slot') == slot then
-		return same()
-	elseif at <= tonumber(get('slot.at') or '-1') then
-		return request() or {3}
-	elseif mode == 'catchup' and now - at > tonumber(ARGV[13]) then
+	elseif mode == 'tick' then
+		return request() or {3, 0, '', ''} -- D4
+	else
 		return {6}
 	end
-	return open(slot, at, why)
 end
-local held = redis.call('GET', KEYS[2])
-if held and held == get('slot.lease') then
-	if mode == 'tick' and held == ARGV[11] and get('slot.state') ~= 'open' then
-		-- This replica's own lease of its previous slot outlived it (Redis
-		-- answered late): nobody else ran since, so the tick opens a slot.
-		redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[9])
-		hset('slot.lease', ARGV[10])
-		return open(tostring(now), now, why)
+local sid = S or ''
+-- R1, R2: the run lease is held.
+if running then
+	if mode == 'catchup' then
+		return {6}
+	end
+	local of = 'other'
+	if not fresh and get('run.why') ~= 'request' and get('run.slot') == S and get('slot') == S then
+		of = 'same'
+	elseif get('run.by') == replica then
+		of = 'mine'
+	end
+	return {2, num('run.until') - now, of, sid}
+end
+-- R3: paused.
+if get('paused') then
+	if mode == 'tick' then
+		return request() or {4, 0, '', sid}
 	elseif mode == 'catchup' then
 		return {6}
 	end
-	return same()
-elseif held then
-	-- Taken by the seed's pattern by hand, or by a version without records.
-	return request() or {3}
+	return {4, 0, '', sid}
 end
-if mode == 'catchup' and get('slot.at') then
-	local due = num('slot.at') + tonumber(ARGV[14])
-	if now < due or now - due > tonumber(ARGV[13]) then
+-- The state of S.
+local state
+if fresh then
+	state = 'none'
+elseif get('slot') == S then
+	state = get('slot.state')
+	if state == 'open' then
+		if num('slot.tries') >= max then
+			-- Fewer attempts than when it opened (a rolling deploy).
+			state = 'failed'
+			hset('slot.state', state)
+		elseif num('slot.retry') > now then
+			state = 'waiting'
+		else
+			state = 'due'
+		end
+	end
+elseif #KEYS == 1 and (not get('slot') or tonumber(ARGV[3]) > num('slot.at')) then
+	state = 'none'
+else
+	state = 'past'
+end
+local function open(slot, at, why)
+	if #KEYS == 2 then
+		redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[9])
+		hset('slot.lease', ARGV[10])
+	end
+	hset('slot', slot, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0)
+	return start(slot, 1, why)
+end
+if state == 'none' then -- R4
+	if mode == 'tick' then
+		if #KEYS == 2 then
+			return open(tostring(now), now, 'schedule')
+		end
+		return open(S, ARGV[3], 'schedule')
+	elseif mode ~= 'catchup' or not existed then
 		return {6}
 	end
+	local window = tonumber(ARGV[13])
+	if #KEYS == 1 then
+		local at = tonumber(ARGV[3])
+		if (get('born') and at < num('born')) or now - at > window then
+			return {6}
+		end
+		return open(S, ARGV[3], 'catch-up')
+	end
+	local due = tonumber(get('slot.at') or get('born') or now) + tonumber(ARGV[14])
+	if now < due or now - due > window then
+		return {6}
+	end
+	return open(tostring(now), now, 'catch-up')
+elseif mode == 'catchup' then
+	return {6}
+elseif state == 'due' then -- R5
+	local tries = num('slot.tries') + 1
+	hset('slot.tries', tries)
+	return start(S, tries, 'retry')
+elseif state == 'waiting' then -- R6
+	local wait = num('slot.retry') - now
+	if mode == 'tick' then
+		return request() or {5, wait, '', sid}
+	end
+	return {5, wait, '', sid}
+elseif mode ~= 'tick' then
+	return {6}
+elseif state == 'failed' then -- R8
+	return request() or {7, 0, '', sid}
 end
-redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[9])
-hset('slot.lease', ARGV[10])
-return open(tostring(now), now, why)`)
+return request() or {3, 0, '', sid} -- R7`)
 
-// completeScript records the end of the run whose token is ARGV[1]: its
-// outcome (ok, error, panic, lost), its error text, the attempts a slot
-// gets, the back-off in ms before the slot's next attempt, how long the
-// record lives, and the next tick in ms (or empty). Reply: {0} if the run
-// no longer held its lease, else {1, state of its slot (” for none), 1 if
-// a run-now request waits}.
+// completeScript is R12, the completion of the run whose token is
+// ARGV[1]: its outcome (ok, error, panic, lost, timeout), its error text,
+// the attempts a slot gets, the back-off in ms before the slot's next
+// attempt, how long the record must live at least, and the next tick in ms
+// (or empty). It records the run even past its lease's end if no claim
+// has recorded it lost (C1 is not applied here: the run is this script's
+// own). Reply: {0} if the run no longer holds the run lease, else {1,
+// state of its slot ("" for a requested run), 1 if a request waits}.
 var completeScript = redisscript.New(recordPrelude + `
 if get('run') ~= ARGV[1] then
 	return {0}
@@ -233,9 +287,9 @@ if get('want') then
 end
 return {1, state or '', want}`)
 
-// heartbeatScript extends the run lease of the run whose token is ARGV[1]
-// by ARGV[2] ms, and the record's life to ARGV[3] ms. 1 if it did, 0 if
-// the run no longer holds it.
+// heartbeatScript is R11: it extends the run lease of the run whose token
+// is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.
+// 1 if it did, 0 if the run no longer holds the run lease.
 var heartbeatScript = redisscript.New(recordPrelude + `
 if get('run') ~= ARGV[1] then
 	return 0
@@ -244,9 +298,11 @@ hset('run.until', now + tonumber(ARGV[2]))
 keep(tonumber(ARGV[3]))
 return 1`)
 
-// controlScript is an operator's command: ARGV[1] is pause, resume or run,
-// ARGV[2] who asks, ARGV[3] the run-now channel and ARGV[4] the job. -1 if
-// the job has no record, else 1.
+// controlScript is R15 and R16: an operator's command. ARGV[1] is pause,
+// resume or run, ARGV[2] who asks. -1 if the job has no record, else 1.
+// A run-now is published by the caller after it (R16), on the channel's
+// own node of a sharded client such as a Ring, where a script's PUBLISH
+// would reach only the record's.
 var controlScript = redisscript.New(recordPrelude + `
 if redis.call('EXISTS', R) == 0 then
 	return -1
@@ -258,6 +314,5 @@ elseif op == 'resume' then
 	hdel('paused', 'paused.by')
 else
 	hset('want', now, 'want.by', ARGV[2])
-	redis.call('PUBLISH', ARGV[3], ARGV[4])
 end
 return 1`)

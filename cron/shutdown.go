@@ -16,8 +16,10 @@ var ErrShutdown = errors.New("cron: shut down")
 //
 // If ctx ends first, Shutdown cancels the runs' contexts with cause
 // [ErrShutdown] and returns ctx.Err() without waiting further; a job that
-// honours its context returns soon after. To wait for those runs too, call
-// Shutdown again with a new context.
+// honours its context returns soon after. The same holds for a leased
+// job's calls to Redis that Shutdown waits for (a start's announcement, a
+// clock check), which a Redis that stopped answering can hold up. To wait
+// for those runs and calls too, call Shutdown again with a new context.
 //
 // Shutdown is safe to call more than once and from several goroutines; each
 // call waits as described. Shutdown on a nil *Runtime returns nil.
@@ -36,6 +38,14 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		}
 		close(r.stop)
 		r.stopRecords()
+		if len(r.leased) == 0 {
+			close(r.listenersDone) // it never had any
+		} else {
+			go func() {
+				r.listeners.Wait()
+				close(r.listenersDone)
+			}()
+		}
 	}
 	r.mu.Unlock()
 	if first {
@@ -43,9 +53,18 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	}
 
 	// The scheduler only hands runs to the workers and reports skipped
-	// ticks, so it returns at once: wait for it whatever ctx says.
+	// ticks, so it returns at once: wait for it whatever ctx says. The
+	// leased jobs' listeners may be stuck in a call to a Redis that
+	// stopped answering, which a go-redis client without
+	// ContextTimeoutEnabled does not end when its context does: ctx
+	// bounds the wait for them too.
 	<-r.loopDone
-	r.listeners.Wait()
+	if !r.listenersEnded(ctx) {
+		r.cancel(ErrShutdown)
+		r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its calls to Redis",
+			slog.Int64("runs", r.inflight.Load()))
+		return ctx.Err()
+	}
 	select {
 	case <-r.idle:
 	case <-ctx.Done():
@@ -65,4 +84,21 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	r.cancel(ErrShutdown)
 	r.stopLog.Do(func() { r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime stopped") })
 	return nil
+}
+
+// listenersEnded waits for the leased jobs' listeners to end after
+// Shutdown, until ctx ends, and reports whether they did: listeners that
+// end as ctx does ended in time.
+func (r *Runtime) listenersEnded(ctx context.Context) bool {
+	select {
+	case <-r.listenersDone:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-r.listenersDone:
+			return true
+		default:
+			return false
+		}
+	}
 }

@@ -39,7 +39,7 @@
 // slot ([Slot.Key]); the startup run belongs to the slot the start falls in.
 // A duration policy's slot is its replica's own: it opens when the tick is
 // handled (for AfterStart, when it was due) and lasts d, and its lease is
-// the job's own, as in the seed's pattern. The lease of a slot ends where
+// the job's own, as in the Rust crate's pattern. The lease of a slot ends where
 // [Slot.LeaseEnd] says, however late it was taken.
 //
 // # Cron specs

@@ -14,7 +14,7 @@ import (
 // restarts: [Slot.Key] names one the same way everywhere. The slots of the
 // duration policies belong to one replica's schedule (a slot opens when the
 // replica's tick says, and lasts d), so they have no key: the lease of such
-// a slot is the job's own, as in the seed's pattern.
+// a slot is the job's own, as in the Rust crate's pattern.
 //
 // The zero Slot is no slot.
 type Slot struct {

@@ -37,7 +37,7 @@
 // # Redis layout
 //
 // The keys are those of the Rust wakuwaku crate, so services in either
-// language share locks, and every operation is one round trip. The README's
+// language share locks, and every operation is one round trip. The manual's
 // [Redis layout] lists the keys and what the scripts do.
 //
 // # What a lease can't guarantee
@@ -46,7 +46,7 @@
 // may keep writing after another took the lock. Extending the lease, by hand
 // or with [WhileHeld], narrows that window but cannot close it, and the
 // token is random, not increasing, so it cannot fence; a [FencedLock]'s
-// number can. The README's [What a lease can't guarantee] says how to make a
+// number can. The manual's [What a lease can't guarantee] says how to make a
 // stale write impossible.
 //
 // # Capabilities
@@ -56,6 +56,6 @@
 // [ReadOnlyDb], such as one on a replica, is a distinct type that no lock
 // operation accepts, so passing it does not compile.
 //
-// [Redis layout]: https://github.com/wakuwaku-go/wakuwaku#redis-layout
-// [What a lease can't guarantee]: https://github.com/wakuwaku-go/wakuwaku#what-a-lease-cant-guarantee
+// [Redis layout]: https://github.com/wakuwaku-go/wakuwaku/blob/main/docs/redis-layout.md
+// [What a lease can't guarantee]: https://github.com/wakuwaku-go/wakuwaku/blob/main/docs/locks.md#what-a-lease-cant-guarantee
 package lock

@@ -11,7 +11,7 @@ require (
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/wakuwaku-go/wakuwaku v0.0.0-00010101000000-000000000000
+	github.com/wakuwaku-go/wakuwaku v0.1.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 )
@@ -29,6 +29,8 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-// The library is the one beside this module, so the adapter is built and
-// tested with the library at the same commit.
+// In this repository the adapter is built and tested with the library at the
+// same commit. A module that depends on the adapter ignores this replace and
+// gets the library release required above, so that requirement must name a
+// published version (scripts/release-check simulates the publication).
 replace github.com/wakuwaku-go/wakuwaku => ../..

@@ -11,6 +11,7 @@ var reasonLabels = map[string]string{
 	cron.ReasonRunning:         "running",
 	cron.ReasonPaused:          "paused",
 	cron.ReasonRetryWait:       "retry_wait",
+	cron.ReasonAttemptsUsedUp:  "attempts_used_up",
 	cron.ReasonTooLate:         "too_late",
 	cron.ReasonStillRunning:    "still_running",
 	cron.ReasonTooManyRuns:     "too_many_runs",

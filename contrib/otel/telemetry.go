@@ -42,6 +42,7 @@
 //	running           cron.ReasonRunning: a run of the job was in progress on another replica
 //	paused            cron.ReasonPaused: an operator paused the job
 //	retry_wait        cron.ReasonRetryWait: the slot's failed run waits out its back-off
+//	attempts_used_up  cron.ReasonAttemptsUsedUp: the slot failed every attempt it had
 //	too_late          cron.ReasonTooLate: the tick came after its slot's lease ended
 //	still_running     cron.ReasonStillRunning: this replica's previous run of a Cron job was going
 //	too_many_runs     cron.ReasonTooManyRuns: an AfterStart job had its limit of runs going

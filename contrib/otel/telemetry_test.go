@@ -221,14 +221,15 @@ func TestCronRuns(t *testing.T) {
 		}
 	}
 
-	// A second replica's startup ticks find the slots' leases held.
+	// A second replica's startup ticks find the slots taken: succeeds's
+	// lease held, the failed slots of fails and panics out of attempts.
 	start(t, threeJobs(lock.NewDb(srv.Client(t))), r.tel.Observer(ev.observer()))
 	wait(t, ev.skipped, 3, "ticks skipped")
 	got = r.collect(t)
 	checkValues(t, got, "wakuwaku.cron.skipped ({tick})", map[string]float64{
-		"wakuwaku.job=fails,wakuwaku.reason=lease_held":    1,
-		"wakuwaku.job=panics,wakuwaku.reason=lease_held":   1,
-		"wakuwaku.job=succeeds,wakuwaku.reason=lease_held": 1,
+		"wakuwaku.job=fails,wakuwaku.reason=attempts_used_up":  1,
+		"wakuwaku.job=panics,wakuwaku.reason=attempts_used_up": 1,
+		"wakuwaku.job=succeeds,wakuwaku.reason=lease_held":     1,
 	})
 	checkValues(t, got, "wakuwaku.cron.admission.errors ({tick})", map[string]float64{
 		"wakuwaku.job=fails": 0, "wakuwaku.job=panics": 0, "wakuwaku.job=succeeds": 0,

@@ -7,7 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/wakuwaku-go/wakuwaku v0.0.0-00010101000000-000000000000
+	github.com/wakuwaku-go/wakuwaku v0.1.0
 )
 
 require (
@@ -24,6 +24,8 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-// The library is the one beside this module, so the adapter is built and
-// tested with the library at the same commit.
+// In this repository the adapter is built and tested with the library at the
+// same commit. A module that depends on the adapter ignores this replace and
+// gets the library release required above, so that requirement must name a
+// published version (scripts/release-check simulates the publication).
 replace github.com/wakuwaku-go/wakuwaku => ../..

@@ -8,7 +8,7 @@
 // runtime takes a lease that covers most of the interval and is never
 // released, so the first replica to tick runs the report and the others
 // skip it until the next interval. With -seed the job takes that lease
-// itself, the seed's way, with the same key and the same effect.
+// itself, the Rust crate's way, with the same key and the same effect.
 //
 // By default the replicas share an embedded Redis, and an "hour" lasts two
 // seconds:
@@ -102,7 +102,7 @@ func (j *HourlyReport) Process(ctx context.Context, tick cron.Tick) error {
 	return buildReport(ctx, j.r.Hour/10)
 }
 
-// SeedReport is HourlyReport the seed's way: the job takes the lease itself,
+// SeedReport is HourlyReport the Rust crate's way: the job takes the lease itself,
 // on the same key, and returns when another replica holds it.
 type SeedReport struct {
 	r Replica
@@ -205,7 +205,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 0, "stop by itself after this long (0: run until Ctrl-C)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "a real Redis, as redis://host:port/db (default: an embedded one)")
 	fs.IntVar(&cfg.replicas, "replicas", 3, "how many replicas to run")
-	fs.BoolVar(&cfg.seed, "seed", false, "let the job take the lease by hand (the seed's way) instead of the runtime (cron.Leased)")
+	fs.BoolVar(&cfg.seed, "seed", false, "let the job take the lease by hand (the Rust crate's way) instead of the runtime (cron.Leased)")
 	fs.StringVar(&cfg.admin, "admin", "", "serve the jobs' status page, with its actions, on this address, as :8080 (default: none)")
 	return cfg, fs.Parse(args)
 }

@@ -27,7 +27,7 @@ func renderAutoPipelined(w *bytes.Buffer, res map[lockKey][]sample) {
 	pf("### Autopipelined: go-redis's AutoPipeliner as the client\n\n")
 	pf("Ours and the raw baseline again, each over the blocking autopipeliner of the same client (`client.AutoPipeline()`, go-redis's default options: one ordered stream of batches, no flush delay), in the same rounds as the cases above, interleaved with them, so each ratio is paired per round. ")
 	pf("The autopipeliner sends the commands that concurrent callers give it while a batch is on the wire as the next batch, in one write: `rt/op` counts those writes, so below 1 it means several callers' commands shared a round trip. ")
-	pf("When to use it with our locks, and its caveats: [README.md](README.md#autopipelining).\n\n")
+	pf("When to use it with our locks, and its caveats: [docs/locks.md](docs/locks.md#autopipelining).\n\n")
 	for _, kase := range []string{"uncontended", "busy"} {
 		ps := levels(res, kase)
 		var rows []string

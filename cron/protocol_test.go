@@ -1,0 +1,446 @@
+package cron_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// The tests of this file hold the record protocol (PROTOCOL.md) to its
+// rows on a real redis-server, one bug each that it once had.
+
+// TestProtocolRunNowDuringScheduledRun asks for a run while the scheduled
+// run of a duration policy is going, on one replica whose slots get two
+// attempts: the job runs twice, the slot's run and the requested one. A
+// follow-up of the refused request used to claim as a tick, find the
+// replica's own lease and open a second slot in the same hour.
+func TestProtocolRunNowDuringScheduledRun(t *testing.T) {
+	srv := redistest.Start(t)
+	log := newJobLog()
+	release := make(chan struct{})
+	var first atomic.Bool
+	startReplicas(t, srv, 1, func(replica string, db lock.Db) cron.Job {
+		return &leasedJob{
+			testJob: testJob{name: "hourly", every: interval.AtLeast(time.Hour), process: log.work(replica, func(ctx context.Context, _ cron.Tick) error {
+				if first.CompareAndSwap(false, true) {
+					<-release
+				}
+				return nil
+			})},
+			lease: cron.LeaseConfig{Db: db, Attempts: 2, RunTTL: 150 * time.Millisecond, Backoff: 50 * time.Millisecond},
+		}
+	})
+	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	waitStatus(t, lock.NewDb(srv.Client(t)), "hourly", func(st cron.JobStatus) bool { return st.Running != nil })
+	if err := admin.RunNow(t.Context(), "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	// Several run leases pass while the scheduled run goes on.
+	time.Sleep(500 * time.Millisecond)
+	close(release)
+	log.next(t, "the scheduled run")
+	if r := log.next(t, "the requested run"); r.tick.Trigger != cron.TriggerRequest {
+		t.Errorf("second run: trigger %v, want request", r.tick.Trigger)
+	}
+	time.Sleep(600 * time.Millisecond)
+	runs, most := log.all()
+	if len(runs) != 2 || most != 1 {
+		for _, r := range runs {
+			t.Logf("run: trigger %v attempt %d at %v", r.tick.Trigger, r.tick.Attempt, r.start.Format(time.StampMilli))
+		}
+		t.Fatalf("%d runs, %d at once; want 2 (the slot's and the request's), one at a time", len(runs), most)
+	}
+}
+
+// TestProtocolRetryWonElsewhere fails a slot's first attempt on replica a,
+// whose retry timer then comes late (its admission holds it up): replica b
+// runs the retry, which succeeds. a's timer must find the slot done; it
+// used to claim as a tick, find its own lease and run the slot again as a
+// fresh attempt 1.
+func TestProtocolRetryWonElsewhere(t *testing.T) {
+	srv := redistest.Start(t)
+	log := newJobLog()
+	var failed atomic.Bool
+	job := func(replica string) cron.Job {
+		return &leasedJob{
+			testJob: testJob{name: "flaky", every: interval.AtLeast(time.Hour), process: log.work(replica, func(context.Context, cron.Tick) error {
+				if failed.CompareAndSwap(false, true) {
+					return errors.New("first attempt fails")
+				}
+				return nil
+			})},
+			lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), Attempts: 2, Backoff: 200 * time.Millisecond},
+		}
+	}
+	late := cron.WithAdmission("flaky", func(_ context.Context, tick cron.Tick) (bool, string, error) {
+		if tick.Run > 1 { // not the startup run: a's retry
+			time.Sleep(400 * time.Millisecond)
+		}
+		return true, "", nil
+	})
+	a, err := cron.Start([]cron.Job{job("a")}, cron.WithReplica("a"), late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	if r := log.next(t, "attempt 1 on a"); r.err == nil || r.replica != "a" {
+		t.Fatalf("first run: %s, %v; want a failure on a", r.replica, r.err)
+	}
+	waitStatus(t, lock.NewDb(srv.Client(t)), "flaky", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "open" })
+	startReplicas(t, srv, 1, func(string, lock.Db) cron.Job { return job("b") })
+	if r := log.next(t, "attempt 2"); r.err != nil || r.replica != "b" || r.tick.Attempt != 2 {
+		t.Fatalf("second run: %s attempt %d, %v; want b's successful attempt 2", r.replica, r.tick.Attempt, r.err)
+	}
+	time.Sleep(800 * time.Millisecond) // a's retry comes, late
+	if runs, _ := log.all(); len(runs) != 2 {
+		for _, r := range runs {
+			t.Logf("run on %s: trigger %v attempt %d, %v", r.replica, r.tick.Trigger, r.tick.Attempt, r.err)
+		}
+		t.Fatalf("%d runs, want 2: the slot was done", len(runs))
+	}
+}
+
+// TestProtocolRecordOutlivesItsSlots starts a business-hours job on a
+// Friday half a second before 17:45 (its clock set there), and lets it
+// claim the day's last slot: its record must live until the next tick,
+// Monday 09:00, at least, so that a pause set now holds then and a restart
+// tonight does not run 17:45 again. It used to live 3 slots of the start's,
+// 45 minutes. A replica of another version whose next tick is sooner must
+// not shorten it.
+func TestProtocolRecordOutlivesItsSlots(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	friday := time.Date(2026, 12, 4, 17, 44, 59, 500e6, time.UTC)
+	offset := time.Until(friday)
+	clock := cron.WithClock(func() time.Time { return time.Now().Add(offset) })
+	start := func(replica, spec string) {
+		t.Helper()
+		job := &leasedJob{
+			testJob: testJob{name: "business", every: interval.MustCron(spec)},
+			lease:   cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
+		}
+		rt, err := cron.Start([]cron.Job{job}, clock, cron.WithReplica(replica))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+		// Its startup run's claim, run or refused, and a's 17:45 tick.
+		waitStatus(t, lock.NewDb(srv.Client(t)), "business", func(st cron.JobStatus) bool {
+			return st.SeenBy == replica && st.Running == nil && (replica != "a" || strings.HasSuffix(st.Slot, "17:45:00Z"))
+		})
+	}
+	monday := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	key := "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:business}"
+	wantTTL := func(when string) {
+		t.Helper()
+		time.Sleep(50 * time.Millisecond) // the completion
+		ttl, err := raw.PTTL(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := monday.Sub(friday); ttl < left {
+			t.Errorf("%s: the record's TTL is %v, want at least %v, until the next tick", when, ttl, left)
+		}
+	}
+	start("a", "CRON_TZ=UTC */15 9-17 * * 1-5")
+	wantTTL("after the 17:45 slot")
+	start("b", "CRON_TZ=UTC */10 * * * *")
+	wantTTL("after a replica whose next tick is sooner")
+}
+
+// TestProtocolOutageDuringRun stalls Redis while a run is going, until
+// after its run lease ran out: the run can't be recorded, and the slot,
+// which gets two attempts, must still get its second once Redis answers.
+// It used to stay "running" with its deadline in the past until the next
+// tick, an hour later.
+func TestProtocolOutageDuringRun(t *testing.T) {
+	srv := redistest.Start(t)
+	opts := srv.Options()
+	opts.MaxRetries, opts.ReadTimeout, opts.WriteTimeout = -1, 100*time.Millisecond, 100*time.Millisecond
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	log := newJobLog()
+	started := make(chan struct{}, 10)
+	job := &leasedJob{
+		testJob: testJob{name: "report", every: interval.AtLeast(time.Hour), process: log.work("r", func(ctx context.Context, t cron.Tick) error {
+			started <- struct{}{}
+			if t.Attempt == 1 {
+				<-ctx.Done() // the run lease is lost while Redis stalls
+				return context.Cause(ctx)
+			}
+			return nil
+		})},
+		lease: cron.LeaseConfig{Db: lock.NewDb(c), Attempts: 2, RunTTL: 300 * time.Millisecond, Backoff: 100 * time.Millisecond},
+	}
+	rt, err := cron.Start([]cron.Job{job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	<-started
+	srv.Pause(t)
+	r := log.next(t, "attempt 1, cancelled")
+	if !errors.Is(r.err, lock.ErrLeaseLost) {
+		t.Errorf("attempt 1 returned %v, want its lease lost", r.err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	srv.Resume(t)
+	r = log.next(t, "attempt 2, after Redis answers again")
+	if r.tick.Attempt != 2 || r.tick.Trigger != cron.TriggerRetry || r.err != nil {
+		t.Errorf("second run: attempt %d, trigger %v, %v; want a successful attempt 2 (retry)", r.tick.Attempt, r.tick.Trigger, r.err)
+	}
+	st := waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "done" })
+	if st.Attempts != 2 {
+		t.Errorf("status: %d attempts, want 2", st.Attempts)
+	}
+}
+
+// TestProtocolDuplicateLeaseNames gives two jobs one lease name: Start
+// refuses them, naming both. One of them used to never run.
+func TestProtocolDuplicateLeaseNames(t *testing.T) {
+	_, c := redistest.Mini(t)
+	db := lock.NewDb(c)
+	jobs := []cron.Job{
+		&leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db, Name: "nightly"}},
+		&leasedJob{testJob: testJob{name: "export", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db, Name: "nightly"}},
+	}
+	rt, err := cron.Start(jobs)
+	if err == nil {
+		rt.Shutdown(context.Background())
+		t.Fatal("Start accepted two jobs with one lease name")
+	}
+	if !errors.Is(err, cron.ErrInvalidJob) || !strings.Contains(err.Error(), `"report"`) || !strings.Contains(err.Error(), `"export"`) || !strings.Contains(err.Error(), `"nightly"`) {
+		t.Errorf("Start = %v, want ErrInvalidJob naming both jobs and the lease", err)
+	}
+}
+
+// TestProtocolShutdownHonoursContextWhileRedisStalls shuts a runtime down
+// while Redis answers nothing: Shutdown returns when its context ends, not
+// when the start's announcement times out. It used to wait for it.
+func TestProtocolShutdownHonoursContextWhileRedisStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	opts := srv.Options()
+	opts.ReadTimeout, opts.MaxRetries = 10*time.Second, -1
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	job := &leasedJob{
+		testJob: testJob{name: "nightly", every: interval.AtLeast(time.Hour).WithoutStartupRun()},
+		lease:   cron.LeaseConfig{Db: lock.NewDb(c)},
+	}
+	if err := c.Ping(t.Context()).Err(); err != nil { // the connection is open
+		t.Fatal(err)
+	}
+	srv.Pause(t)
+	t.Cleanup(func() { srv.Resume(t) })
+	rt, err := cron.Start([]cron.Job{job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the announcement is on its way
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err = rt.Shutdown(ctx)
+	took := time.Since(began)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want the context's deadline", err)
+	}
+	// The stalled calls last 10s; well below is in time.
+	if took > 5*time.Second {
+		t.Errorf("Shutdown with a 200ms context took %v", took)
+	}
+	srv.Resume(t)
+	if err := rt.Shutdown(context.Background()); err != nil {
+		t.Errorf("second Shutdown = %v, want nil once Redis answers", err)
+	}
+}
+
+// TestProtocolOverrunSlotWarned runs a job every second whose runs take
+// 1.5s, on two replicas, with two attempts per slot: every slot is run or,
+// if a run of an earlier slot still holds the job through it, skipped with
+// a Warn giving ReasonStillRunning, and no slot is run by anything but its
+// tick. Such slots used to vanish with a Debug record on every replica.
+func TestProtocolOverrunSlotWarned(t *testing.T) {
+	srv := redistest.Start(t)
+	log := newJobLog()
+	var logs records
+	for i := range 2 {
+		name := fmt.Sprintf("r%d", i)
+		job := &leasedJob{
+			testJob: testJob{name: "slow", every: interval.MustCron("* * * * * *").WithoutStartupRun(), process: log.work(name, func(context.Context, cron.Tick) error {
+				time.Sleep(1500 * time.Millisecond)
+				return nil
+			})},
+			lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), Attempts: 2},
+		}
+		rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name), cron.WithLogger(slog.New(&logs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	}
+	time.Sleep(6500 * time.Millisecond)
+	runs, most := log.all()
+	if most != 1 {
+		t.Errorf("%d runs at once, want 1", most)
+	}
+	handled := make(map[string]string) // slot: how
+	for _, r := range runs {
+		key, _ := r.tick.Slot.Key()
+		if r.tick.Trigger != cron.TriggerSchedule {
+			t.Errorf("slot %s ran with trigger %v, want only ticks to run slots", key, r.tick.Trigger)
+		}
+		handled[key] = "run on " + r.replica
+	}
+	for _, rec := range logs.all() {
+		if rec.Level == slog.LevelWarn && attr(rec, "reason").String() == cron.ReasonStillRunning {
+			key := attr(rec, "scheduled").Time().UTC().Format("2006-01-02T15:04:05Z")
+			if _, ok := handled[key]; !ok {
+				handled[key] = "warned"
+			}
+		}
+	}
+	if len(runs) < 2 {
+		t.Fatalf("%d runs in 6.5s, want several", len(runs))
+	}
+	first, last := runs[0].tick.Slot.Start, runs[len(runs)-1].tick.Slot.Start
+	for s := first; !s.After(last); s = s.Add(time.Second) {
+		key := s.UTC().Format("2006-01-02T15:04:05Z")
+		if _, ok := handled[key]; !ok {
+			t.Errorf("slot %s was neither run nor skipped with a Warn", key)
+		}
+	}
+}
+
+// TestProtocolNoCatchUpOnFirstDeploy starts a job that catches up, on a
+// Redis that has never seen it: nothing ran before it existed, so nothing
+// is caught up (the slot before it was deployed used to run). Started
+// again later, with a slot missed since the record was made, it catches
+// that slot up, once.
+func TestProtocolNoCatchUpOnFirstDeploy(t *testing.T) {
+	srv := redistest.Start(t)
+	log := newJobLog()
+	var mu sync.Mutex
+	offset := time.Duration(0)
+	clock := cron.WithClock(func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Now().Add(offset)
+	})
+	start := func(n int) []*cron.Runtime {
+		var rts []*cron.Runtime
+		for i := range n {
+			name := fmt.Sprintf("r%d", i)
+			job := &leasedJob{
+				testJob: testJob{name: "nightly", every: interval.MustCron("@every 1h").WithoutStartupRun(), process: log.work(name, nil)},
+				lease:   cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), CatchUp: 2 * time.Hour},
+			}
+			rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name), clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rt.Shutdown(context.Background()) })
+			rts = append(rts, rt)
+		}
+		return rts
+	}
+	rts := start(3)
+	st := waitStatus(t, lock.NewDb(srv.Client(t)), "nightly", func(st cron.JobStatus) bool { return !st.SeenAt.IsZero() })
+	time.Sleep(300 * time.Millisecond)
+	if runs, _ := log.all(); len(runs) != 0 || st.Last != nil {
+		t.Fatalf("%d runs on the first deploy, want none: no slot was missed since the job exists", len(runs))
+	}
+	for _, rt := range rts {
+		rt.Shutdown(t.Context())
+	}
+	// Two hours later by the replicas' clocks: the last slot was missed.
+	mu.Lock()
+	offset = 2 * time.Hour
+	mu.Unlock()
+	start(3)
+	if r := log.next(t, "the catch-up run"); r.tick.Trigger != cron.TriggerCatchUp {
+		t.Errorf("trigger = %v, want catch-up", r.tick.Trigger)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if runs, _ := log.all(); len(runs) != 1 {
+		t.Errorf("%d catch-up runs across 3 replicas, want 1", len(runs))
+	}
+	// Started again within the slot: it ran, nothing to catch up.
+	start(2)
+	time.Sleep(300 * time.Millisecond)
+	if runs, _ := log.all(); len(runs) != 1 {
+		t.Errorf("%d runs after a restart within the caught-up slot, want still 1", len(runs))
+	}
+}
+
+// TestProtocolOnRing keeps 20 jobs' records on a go-redis Ring of two
+// servers: Admin.Jobs lists every one (it used to scan one random shard),
+// and a run-now request reaches every job (it used to be published on the
+// record's shard while the replica listened on the channel's).
+func TestProtocolOnRing(t *testing.T) {
+	a, b := redistest.Start(t), redistest.Start(t)
+	ring := func() *redis.Ring {
+		r := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	const n = 20
+	ran := make(chan cron.Tick, 2*n)
+	var jobs []cron.Job
+	db := lock.NewDb(ring())
+	for i := range n {
+		jobs = append(jobs, &leasedJob{
+			testJob: testJob{name: fmt.Sprintf("job-%02d", i), every: interval.AtLeast(time.Hour).WithoutStartupRun(), process: func(_ context.Context, tick cron.Tick) error {
+				ran <- tick
+				return nil
+			}},
+			lease: cron.LeaseConfig{Db: db},
+		})
+	}
+	rt, err := cron.Start(jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	admin := cron.NewAdmin(lock.NewDb(ring()))
+	var listed []cron.JobStatus
+	deadline := time.Now().Add(10 * time.Second)
+	for len(listed) < n && time.Now().Before(deadline) {
+		if listed, err = admin.Jobs(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(listed) != n {
+		t.Fatalf("Admin.Jobs listed %d jobs on a Ring, want %d", len(listed), n)
+	}
+	time.Sleep(100 * time.Millisecond) // the subscriptions are made
+	for i := range n {
+		if err := admin.RunNow(t.Context(), fmt.Sprintf("job-%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(map[string]bool)
+	timeout := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case tick := <-ran:
+			got[tick.Job] = true
+		case <-timeout:
+			t.Fatalf("%d of %d requested jobs ran within 10s", len(got), n)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package cron
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/interval"
+)
+
+// This file holds the further looks at a leased job's slot that no tick of
+// its schedule starts (PROTOCOL.md): E2, the retry of the replica whose
+// attempt failed, and E3, the follow-up of a replica whose claim a run in
+// progress or a back-off held up; and R13, a completion that Redis did not
+// answer. Each looks at one slot, named by its record id, and can never
+// open another.
+
+// followUp schedules E3 after a claim that refused a's slot with c, when
+// the claim says another look may find the slot's run failed or its
+// back-off passed (R1, R2 for E2 and E3, R6).
+func (r *Runtime) followUp(ctx context.Context, a *runArgs, c claimed) {
+	if !c.follow || c.wait <= 0 {
+		return
+	}
+	r.lookAgain(ctx, a.e, modeFollow, a.tick.Slot, c.slot, c.wait+time.Millisecond)
+}
+
+// lookAgain makes this replica claim e's slot, whose record id is id, in
+// d for the event mode (E2 or E3), unless it has an earlier look planned
+// already, or d is past the slot's claim window.
+func (r *Runtime) lookAgain(ctx context.Context, e *entry, mode claimMode, slot interval.Slot, id string, d time.Duration) {
+	s := e.admit.state
+	if !r.now().Add(d).Before(slot.LeaseEnd(s.ttl)) {
+		return // past its claim window: no claim of the slot can run it
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped.Load() {
+		return
+	}
+	at := time.Now().Add(d)
+	if s.retry != nil && !s.retryAt.After(at) {
+		return
+	}
+	if s.retry != nil {
+		s.retry.Stop()
+	}
+	var timer *time.Timer
+	timer = time.AfterFunc(d, func() {
+		r.mu.Lock()
+		current := s.retry == timer
+		if current {
+			s.retry = nil
+		}
+		r.mu.Unlock()
+		if current {
+			r.offSchedule(ctx, e, mode, slot, id)
+		}
+	})
+	s.retry, s.retryAt = timer, at
+}
+
+// lookAgainAfterError schedules E2 or E3 again, a back-off later, after
+// Redis did not answer it, so that an outage does not lose a slot that
+// still has attempts (PROTOCOL.md, after the transitions).
+func (r *Runtime) lookAgainAfterError(ctx context.Context, a *runArgs) {
+	if a.mode != modeRetry && a.mode != modeFollow {
+		return
+	}
+	s := a.e.admit.state
+	r.lookAgain(ctx, a.e, a.mode, a.tick.Slot, a.slot, s.backoff)
+}
+
+// offSchedule starts a run of e that no tick of its schedule started, for
+// the event mode: E2 to E5. slot is the slot it is for, as this replica
+// named it (the zero Slot: the one that starts now, as the replica's clock
+// says), and id its record id, if known.
+func (r *Runtime) offSchedule(ctx context.Context, e *entry, mode claimMode, slot interval.Slot, id string) {
+	r.mu.Lock()
+	if r.stopped.Load() {
+		r.mu.Unlock()
+		return
+	}
+	now := r.now()
+	if slot.IsZero() {
+		slot = e.every.Plan(now, now).Slot
+	}
+	scheduled := now
+	if _, shared := slot.Key(); shared {
+		scheduled = slot.Start
+	}
+	e.ticks++
+	a := getRun()
+	a.e, a.offSchedule, a.mode, a.slot = e, true, mode, id
+	a.tick = Tick{Scheduled: scheduled, Slot: slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1}
+	if e.admit.queued {
+		a.next = time.Unix(0, e.admit.due)
+	}
+	r.inflight.Add(1)
+	r.mu.Unlock()
+	r.alone(ctx, a)
+}
+
+// finishedOffSchedule records the end of a run that offSchedule started.
+func (r *Runtime) finishedOffSchedule() {
+	if r.inflight.Add(-1) == 0 && r.stopped.Load() {
+		r.idleOnce.Do(func() { close(r.idle) })
+	}
+}
+
+// completeAgain is R13: it sends the completion of a's run again, after a
+// back-off that doubles, until Redis answers, the slot's claim window ends
+// or the runtime shuts down, and returns the last answer. The first error
+// was err. Until the completion gets through, the record shows the run in
+// progress; once its run lease has ended, any claim records it lost (C1)
+// and the completion that comes later finds nothing to record.
+func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease, runErr error, next time.Time, err error) (completed, error) {
+	s := a.e.admit.state
+	end := a.tick.Slot.LeaseEnd(s.ttl)
+	wait := s.backoff
+	for {
+		if !r.now().Add(wait).Before(end) {
+			return completed{}, err
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-r.stop:
+			timer.Stop()
+			return completed{}, err
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
+		var c completed
+		c, err = s.complete(cctx, held, a.tick.Attempt, runErr, next)
+		cancel()
+		if err == nil {
+			r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",
+				slog.String("job", a.tick.Job), slog.Uint64("run", a.tick.Run), slog.Bool("held", c.held))
+			return c, nil
+		}
+		wait = min(2*wait, maxBackoff*s.backoff)
+	}
+}
