@@ -53,8 +53,9 @@ import (
 // [Observer.RunSkipped]: the replica that runs logs the run. A tick whose
 // slot is new while a run of an earlier slot still holds the job is
 // skipped: the slot is not run by any replica (a run-over slot, as in
-// classic cron), and the replica whose run it is logs that at Warn with
-// [ReasonStillRunning]; the others, at Debug with ReasonRunning.
+// classic cron), and every replica that ticks it logs that at Warn with
+// [ReasonStillRunning], the replica whose run it is included (which knows
+// it without asking Redis, as a job without a lease does).
 //
 // # Slots
 //

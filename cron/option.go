@@ -71,7 +71,7 @@ func defaultOptions() options {
 //     outage ("error").
 //   - Warn: a tick skipped because the job's previous run was still going
 //     ([ReasonStillRunning], [ReasonTooManyRuns]; for a [Leased] job, on
-//     the replica whose run it is: no replica runs that slot) or that
+//     any replica, a run of an earlier slot: no replica runs that slot) or that
 //     came too late for its slot's lease ([ReasonTooLate]); a late
 //     wake-up; a job with no
 //     further slots; a Shutdown that gave up waiting ("runs" left); a

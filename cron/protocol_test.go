@@ -273,6 +273,8 @@ func TestProtocolShutdownHonoursContextWhileRedisStalls(t *testing.T) {
 // if a run of an earlier slot still holds the job through it, skipped with
 // a Warn giving ReasonStillRunning, and no slot is run by anything but its
 // tick. Such slots used to vanish with a Debug record on every replica.
+// (The simulator found the case of a replica killed mid-run, whose run
+// lease outlasts the next slot's tick: the live replicas warn too.)
 func TestProtocolOverrunSlotWarned(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
@@ -442,5 +444,78 @@ func TestProtocolOnRing(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("%d of %d requested jobs ran within 10s", len(got), n)
 		}
+	}
+}
+
+// deadClient fails every command once dead is set, as the client of a
+// replica that died does (its process keeps running here, its Redis is
+// gone).
+type deadClient struct{ dead *atomic.Bool }
+
+func (h deadClient) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h deadClient) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.dead.Load() {
+			cmd.SetErr(errors.New("dead"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h deadClient) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestProtocolDeadRunLeaseWarned kills replica a's Redis in the middle of
+// its run of a per-second job (its run lease, 3s, outlasts the next
+// slots' ticks): replica b skips those slots with a Warn giving
+// ReasonStillRunning, since no replica will run them. The simulator found
+// b skipping them at Debug, so that no replica said a slot was lost.
+func TestProtocolDeadRunLeaseWarned(t *testing.T) {
+	srv := redistest.Start(t)
+	var dead atomic.Bool
+	started := make(chan struct{})
+	var once sync.Once
+	ca := srv.Client(t)
+	ca.AddHook(deadClient{&dead})
+	a := &leasedJob{
+		testJob: testJob{name: "per-second", every: interval.MustCron("* * * * * *").WithoutStartupRun(), process: func(ctx context.Context, _ cron.Tick) error {
+			once.Do(func() { close(started) })
+			<-ctx.Done()
+			return nil
+		}},
+		lease: cron.LeaseConfig{Db: lock.NewDb(ca), RunTTL: 3 * time.Second},
+	}
+	rta, err := cron.Start([]cron.Job{a}, cron.WithReplica("a"), cron.WithAdmission("per-second", func(context.Context, cron.Tick) (bool, string, error) {
+		return !dead.Load(), "", nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rta.Shutdown(context.Background()) })
+	<-started
+	dead.Store(true)
+	var logs records
+	b := &leasedJob{
+		testJob: testJob{name: "per-second", every: interval.MustCron("* * * * * *").WithoutStartupRun()},
+		lease:   cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), RunTTL: 3 * time.Second},
+	}
+	rtb, err := cron.Start([]cron.Job{b}, cron.WithReplica("b"), cron.WithLogger(slog.New(&logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+	time.Sleep(2 * time.Second)
+	warned := 0
+	for _, r := range logs.all() {
+		if r.Level == slog.LevelWarn && attr(r, "reason").String() == cron.ReasonStillRunning {
+			warned++
+		}
+	}
+	if warned == 0 {
+		for _, r := range logs.all() {
+			t.Logf("%v %s reason=%v", r.Level, r.Message, attr(r, "reason"))
+		}
+		t.Fatal("b skipped the slots under a's dead run lease without a Warn")
 	}
 }

@@ -236,7 +236,10 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 			c.follow = true
 		case text == "same":
 			c.follow = s.attempts > 1
-		case text == "mine":
+		default:
+			// R2: a run of an earlier slot (or a requested run) holds
+			// the job through this tick, and no replica will run the
+			// slot: each replica that ticks it knows, and warns.
 			c.reason = ReasonStillRunning
 		}
 		return c, nil
