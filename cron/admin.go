@@ -151,8 +151,9 @@ type RunRecord struct {
 	Finished time.Time     `json:"finished,omitzero"`
 	Duration time.Duration `json:"duration,omitempty"`
 	Deadline time.Time     `json:"deadline,omitzero"`
-	// Outcome is "ok", "error", "panic" or "lost" (its run lease ran out:
-	// its replica died or lost Redis) for a run that ended.
+	// Outcome is "ok", "error", "panic", "timeout" (it outlasted its
+	// deadline, see [Deadlined]) or "lost" (its run lease ran out: its
+	// replica died or lost Redis) for a run that ended.
 	Outcome string `json:"outcome,omitempty"`
 	// Error is the failure's error text, cut to 512 bytes.
 	Error string `json:"error,omitempty"`

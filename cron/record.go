@@ -268,15 +268,15 @@ type completed struct {
 // complete is E8: it records the end of run, which returned err (a
 // *PanicError if it panicked), and the next tick if known (R12).
 func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, err error, next time.Time) (completed, error) {
-	outcome, text := "ok", ""
+	outcome, text := outcome(err), ""
 	var p *PanicError
 	switch {
 	case errors.As(err, &p):
-		outcome, text = "panic", p.Error()
-	case errors.Is(err, lock.ErrLeaseLost):
+		text = p.Error()
+	case outcome == "error" && errors.Is(err, lock.ErrLeaseLost):
 		outcome, text = "lost", err.Error()
 	case err != nil:
-		outcome, text = "error", err.Error()
+		text = err.Error()
 	}
 	backoff := s.backoffAfter(attempt)
 	nextMS := ""

@@ -22,10 +22,13 @@ type subscriber interface {
 // (Redis down) before it tries again.
 const requestRetry = time.Second
 
-// listen runs the run-now requests for the jobs named in names that come
-// over sub's Pub/Sub channel, until Shutdown closes the subscription.
-func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber, names map[string]*entry) {
-	defer r.listeners.Done()
+// listen runs the run-now requests for the leased jobs that come over
+// sub's Pub/Sub channel, until Shutdown closes the subscription. A request
+// names a job by its lease; one for a job this runtime does not have, or
+// whose record is another client's, is nothing to it (its claim would find
+// no request waiting).
+func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
+	defer r.listenerEnded()
 	ps := sub.Subscribe(lctx, runNowChannel)
 	r.mu.Lock()
 	stopped := r.stopped.Load()
@@ -52,8 +55,11 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber, names map[st
 			}
 			continue
 		}
-		if e := names[msg.Payload]; e != nil {
-			r.offSchedule(ctx, e, modeRequest, interval.Slot{}, "")
+		r.mu.Lock()
+		e := r.leased[msg.Payload]
+		r.mu.Unlock()
+		if e != nil {
+			r.offSchedule(e, modeRequest, interval.Slot{}, "")
 		}
 	}
 }

@@ -31,6 +31,9 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	first := !r.stopped.Load()
 	if first {
 		r.stopped.Store(true)
+		for _, it := range r.queue {
+			it.e.pos = -1
+		}
 		clear(r.queue)
 		r.queue = nil
 		if r.inflight.Load() == 0 {
@@ -38,10 +41,9 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		}
 		close(r.stop)
 		r.stopRecords()
-		go func() {
-			r.listeners.Wait()
-			close(r.listenersDone)
-		}()
+		if r.listenersRunning == 0 {
+			close(r.listenersDone) // else the last to end closes it
+		}
 	}
 	r.mu.Unlock()
 	if first {
@@ -58,10 +60,16 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	select {
 	case <-r.listenersDone:
 	case <-ctx.Done():
-		r.cancel(ErrShutdown)
-		r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its calls to Redis",
-			slog.Int64("runs", r.inflight.Load()))
-		return ctx.Err()
+		// Calls that ended as ctx did ended in time (a select picks
+		// either of two ready cases).
+		select {
+		case <-r.listenersDone:
+		default:
+			r.cancel(ErrShutdown)
+			r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its calls to Redis",
+				slog.Int64("runs", r.inflight.Load()))
+			return ctx.Err()
+		}
 	}
 	select {
 	case <-r.idle:
