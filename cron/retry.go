@@ -143,7 +143,7 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease,
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
 		var c completed
-		c, err = s.complete(cctx, held, a.tick.Attempt, runErr, next)
+		c, err = s.complete(cctx, held, a.tick.Attempt, a.tick.Scheduled, runErr, next)
 		cancel()
 		if err == nil {
 			r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",

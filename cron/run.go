@@ -202,7 +202,7 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 	// Shutdown may have cancelled the run's context: the record is still
 	// written, within the run lease.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
-	c, cerr := s.complete(cctx, held, t.Attempt, err, next)
+	c, cerr := s.complete(cctx, held, t.Attempt, t.Scheduled, err, next)
 	cancel()
 	if cerr != nil {
 		// Part of an outage, which is logged once as it begins (see
