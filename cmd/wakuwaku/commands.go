@@ -98,7 +98,10 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, args []string) erro
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Job), slot, replica, outcome, took, running, paused, next)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil || len(rest) != 1 {
+		return err
+	}
+	return printHistory(t.out, jobs[0])
 }
 
 // clock shows a time of day in UTC, with the date if it is not today's.
