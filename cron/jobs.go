@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -48,7 +49,7 @@ func (r *Runtime) Add(job Job) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: Add(%q) after Shutdown", ErrShutdown, e.name)
 	}
-	if err := r.register(e, every); err != nil {
+	if err := r.register(e, every, true); err != nil {
 		r.mu.Unlock()
 		return err
 	}
@@ -65,8 +66,10 @@ func (r *Runtime) Add(job Job) error {
 	if first {
 		r.wakeUp()
 	}
-	r.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job added",
-		slog.String("job", e.name), slog.String("interval", every.String()))
+	if r.log.Enabled(r.ctx, slog.LevelInfo) {
+		r.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job added",
+			slog.String("job", e.name), slog.String("interval", every.String()))
+	}
 	if e.admit != nil && e.admit.state != nil {
 		r.startRecords(r.ctx, now, []*entry{e}, true)
 	}
@@ -97,7 +100,7 @@ func (r *Runtime) Remove(ctx context.Context, name string) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: Remove(%q) after Shutdown", ErrShutdown, name)
 	}
-	e := r.byName[name]
+	e := r.names()[name]
 	if e == nil {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: Remove(%q)", ErrNoJob, name)
@@ -194,7 +197,7 @@ func (r *Runtime) Replace(job Job) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: Replace(%q) after Shutdown", ErrShutdown, n.name)
 	}
-	e := r.byName[n.name]
+	e := r.names()[n.name]
 	if e == nil {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: Replace(%q)", ErrNoJob, n.name)
@@ -227,8 +230,10 @@ func (r *Runtime) Replace(job Job) error {
 	if first {
 		r.wakeUp()
 	}
-	r.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job replaced",
-		slog.String("job", e.name), slog.String("interval", every.String()))
+	if r.log.Enabled(r.ctx, slog.LevelInfo) {
+		r.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job replaced",
+			slog.String("job", e.name), slog.String("interval", every.String()))
+	}
 	if leased {
 		r.startRecords(r.ctx, now, []*entry{e}, false)
 	}
@@ -265,8 +270,18 @@ func (r *Runtime) Jobs() []Entry {
 		r.mu.Unlock()
 		return nil
 	}
-	out := make([]Entry, 0, len(r.byName))
-	for _, e := range r.byName {
+	out := make([]Entry, 0, len(r.byName)+len(r.initial))
+	all := maps.Values(r.byName)
+	if r.byName == nil { // no job was added or removed: Start's
+		all = func(yield func(*entry) bool) {
+			for i := range r.initial {
+				if !yield(&r.initial[i]) {
+					return
+				}
+			}
+		}
+	}
+	for e := range all {
 		j := Entry{Name: e.name, Job: e.job, Interval: e.every.Interval, Running: e.runs()}
 		j.Next, j.HasNext = r.nextDue(e)
 		if e.admit != nil && e.admit.state != nil {

@@ -61,7 +61,8 @@ type Runtime struct {
 
 	mu         sync.Mutex
 	queue      queue                         // jobs waiting for their next tick, by due time
-	byName     map[string]*entry             // every job, by name
+	initial    []entry                       // Start's jobs, until byName is made
+	byName     map[string]*entry             // every job, by name, once a change needs it (see names)
 	policies   map[interval.Interval]*policy // the policies of the jobs, each shared by its jobs
 	admissions map[string]Admission          // WithAdmission's, by job name, for jobs added later too
 	removing   map[*entry]chan struct{}      // closed when a removed job's last run ended
@@ -96,8 +97,8 @@ type Runtime struct {
 }
 
 // entry is a job and its scheduling state. It is what an idle job costs,
-// with its 16-byte item in the queue (and its place in Runtime.byName),
-// so it is kept small: jobs that share a policy share one copy of it, the
+// with its 16-byte item in the queue (and, once jobs were added or
+// removed, its place in Runtime.byName), so it is kept small: jobs that share a policy share one copy of it, the
 // due time lives in the queue alone, and the count of active runs shares
 // 32 bits with the job's flags.
 //
@@ -237,7 +238,6 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		idle:          make(chan struct{}),
 		listenersDone: make(chan struct{}),
 		queue:         make(queue, 0, len(jobs)),
-		byName:        make(map[string]*entry, len(jobs)),
 		policies:      make(map[interval.Interval]*policy),
 		admissions:    o.admissions,
 		removing:      make(map[*entry]chan struct{}),
@@ -276,7 +276,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		}
 		if err == nil {
 			index[e.name] = i
-			err = r.register(e, every)
+			err = r.register(e, every, false)
 		}
 		if err != nil {
 			r.mu.Unlock()
@@ -314,6 +314,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	r.startWorkers(ctx)
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
+	r.initial = entries
 	if len(leased) > 0 {
 		r.startRecords(ctx, now, leased, true)
 	}
@@ -382,22 +383,40 @@ func (r *Runtime) newEntry(e *entry, who func() string, j Job) (interval.Interva
 }
 
 // register makes e, which newEntry filled, one of the runtime's jobs, with
-// a policy of every shared with the jobs that have it; it refuses a name
-// or a lease name that another job has. It does not queue e. r.mu is
+// a policy of every shared with the jobs that have it; it refuses a lease
+// name that another job has, and, if added (by Add, not Start, which
+// checks its jobs' names itself), a name. It does not queue e. r.mu is
 // held.
-func (r *Runtime) register(e *entry, every interval.Interval) error {
-	if _, dup := r.byName[e.name]; dup {
-		return fmt.Errorf("%w: two jobs are named %q", ErrInvalidJob, e.name)
+func (r *Runtime) register(e *entry, every interval.Interval, added bool) error {
+	if added {
+		if _, dup := r.names()[e.name]; dup {
+			return fmt.Errorf("%w: two jobs are named %q", ErrInvalidJob, e.name)
+		}
 	}
 	if err := r.checkLease(e, nil); err != nil {
 		return err
 	}
 	e.every = r.policyOf(every)
-	r.byName[e.name] = e
+	if added {
+		r.byName[e.name] = e
+	}
 	if e.admit != nil && e.admit.state != nil {
 		r.leased[e.admit.lease] = e
 	}
 	return nil
+}
+
+// names returns the runtime's jobs by name, making the map at its first
+// use: a runtime whose jobs never change doesn't pay for it. r.mu is held.
+func (r *Runtime) names() map[string]*entry {
+	if r.byName == nil {
+		r.byName = make(map[string]*entry, len(r.initial))
+		for i := range r.initial {
+			r.byName[r.initial[i].name] = &r.initial[i]
+		}
+		r.initial = nil
+	}
+	return r.byName
 }
 
 // checkLease refuses e's lease if another job than old (nil for none)
