@@ -60,10 +60,12 @@ type Result struct {
 
 	// Mode leased: the spread of the jobs' starts over each slot, in
 	// seconds (0: none), and what redis-server used meanwhile: its CPU
-	// time over the window, and the most it used in any tenth of a second,
-	// as a share of one core.
-	SpreadS        float64 `json:"spread_s,omitempty"`
-	RedisCPUS      float64 `json:"redis_cpu_s,omitempty"`
-	RedisPeakCPU   float64 `json:"redis_peak_cpu,omitempty"`
-	LeasedRunsPerS float64 `json:"leased_runs_per_s,omitempty"`
+	// time over the window, and the most it used in any second, as a
+	// share of one core; and how many ticks were skipped.
+	SpreadS        float64          `json:"spread_s,omitempty"`
+	RedisCPUS      float64          `json:"redis_cpu_s,omitempty"`
+	RedisPeakCPU   float64          `json:"redis_peak_cpu,omitempty"`
+	Skipped        int64            `json:"skipped,omitempty"`
+	SkipReasons    map[string]int64 `json:"skip_reasons,omitempty"`
+	LeasedRunsPerS float64          `json:"leased_runs_per_s,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +34,9 @@ func (j *leasedJob) Process(_ context.Context, t cron.Tick) error {
 // starts spread over spread of each slot (none if 0), over a redis-server
 // of its own, and measures, from half a second before a burst for dur, how
 // late their runs began Process (after the claim: a run's round trip to
-// Redis and its wait for the server are in it) and the server's CPU.
+// Redis and its wait for a connection and for the server are in it), how
+// many ticks were skipped (on this one replica, only a claim that failed
+// or came too late skips one), and the server's CPU.
 func runLeased(n, due int, spread, dur time.Duration) error {
 	srv, err := bench.StartServer()
 	if err != nil {
@@ -60,8 +63,18 @@ func runLeased(n, due int, spread, dur time.Duration) error {
 			jobs[i] = &ourJob{name: name}
 		}
 	}
+	var skipped atomic.Int64
+	var mu sync.Mutex
+	reasons := make(map[string]int64)
 	began := time.Now()
-	rt, err := cron.Start(jobs)
+	rt, err := cron.Start(jobs, cron.WithObserver(cron.Observer{
+		RunSkipped: func(_ cron.Tick, reason string, _ error) {
+			skipped.Add(1)
+			mu.Lock()
+			reasons[reason]++
+			mu.Unlock()
+		},
+	}))
 	if err != nil {
 		return err
 	}
@@ -71,6 +84,10 @@ func runLeased(n, due int, spread, dur time.Duration) error {
 	open := time.Now().Truncate(burstEvery).Add(2*burstEvery - 500*time.Millisecond)
 	time.Sleep(time.Until(open))
 	rec.n.Store(0)
+	skipped.Store(0)
+	mu.Lock()
+	clear(reasons)
+	mu.Unlock()
 	ctx := context.Background()
 	cpu0 := cpuTime()
 	redis0, err := srv.CPU(ctx)
@@ -96,21 +113,27 @@ func runLeased(n, due int, spread, dur time.Duration) error {
 		SpreadS:      spread.Seconds(),
 		RedisCPUS:    redis1 - redis0,
 		RedisPeakCPU: *peak,
+		Skipped:      skipped.Load(),
+		SkipReasons:  reasons,
 	}
 	lateness(&res)
 	return emit(res)
 }
 
 // sampleCPU reads the server's CPU time every tenth of a second, from
-// first, and keeps the most it used in one of them, as a share of a core,
+// first, and keeps the most it used in any second, as a share of a core,
 // until stop.
 func sampleCPU(ctx context.Context, srv *bench.Server, first float64) (*float64, func()) {
-	const every = 100 * time.Millisecond
+	const every, window = 100 * time.Millisecond, time.Second
+	type sample struct {
+		at  time.Time
+		cpu float64
+	}
 	peak := new(float64)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		prev, at := first, time.Now()
+		samples := []sample{{time.Now(), first}}
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
@@ -123,9 +146,16 @@ func sampleCPU(ctx context.Context, srv *bench.Server, first float64) (*float64,
 			if err != nil {
 				continue
 			}
-			now := time.Now()
-			*peak = max(*peak, (cpu-prev)/now.Sub(at).Seconds())
-			prev, at = cpu, now
+			now := sample{time.Now(), cpu}
+			samples = append(samples, now)
+			// The oldest sample at least a second before this one.
+			i := len(samples) - 1
+			for i > 0 && now.at.Sub(samples[i].at) < window {
+				i--
+			}
+			if d := now.at.Sub(samples[i].at); d >= window {
+				*peak = max(*peak, (now.cpu-samples[i].cpu)/d.Seconds())
+			}
 		}
 	})
 	return peak, func() { close(done); wg.Wait() }

@@ -24,8 +24,9 @@
 //   - leased (ours only): -due of the jobs leased, on "*/5 * * * * *"
 //     spread over -spread of each slot (none by default), over a
 //     redis-server of its own, the others on the daily spec, for -for:
-//     how late each run began Process, its claim included, and the
-//     server's CPU time, in all and at its busiest tenth of a second.
+//     how late each run began Process, its claim included, how many
+//     ticks were skipped, and the server's CPU time, in all and in its
+//     busiest second.
 //
 // -parse-each gives each of ours' jobs, in modes idle and churn, an
 // Interval parsed from its own spec text, as jobs read from a database
