@@ -7,8 +7,11 @@ import (
 )
 
 // Crons is the handle of a service's running cron jobs, which
-// ServiceBuilder.Start returns. Its one duty is a graceful
-// [Crons.Shutdown]. A nil *Crons has no jobs; its Shutdown returns nil.
+// ServiceBuilder.Start returns: jobs can be added, removed and replaced
+// while they run ([Crons.Add], [Crons.Remove], [Crons.Replace],
+// [Crons.Jobs]), and it must be shut down gracefully ([Crons.Shutdown]). A
+// nil *Crons has no jobs; its Shutdown returns nil. Its methods are safe
+// for concurrent use.
 type Crons struct {
 	rt *cron.Runtime
 }

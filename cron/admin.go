@@ -134,6 +134,16 @@ type JobStatus struct {
 	// which one.
 	SeenAt time.Time `json:"seenAt,omitzero"`
 	SeenBy string    `json:"seenBy,omitempty"`
+	// History is the job's last runs that ended, newest first, as many as
+	// its [LeaseConfig.History] says; a run its replica never finished
+	// (outcome lost) included.
+	History []RunRecord `json:"history,omitempty"`
+	// LastSuccess is when the last run that succeeded ended; zero if none
+	// did while the record lived.
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	// Schedule is the job's interval, as the replica that last finished a
+	// run stated it: `cron "0 * * * *"`, "at least 1h0m0s".
+	Schedule string `json:"schedule,omitempty"`
 }
 
 // RunRecord is one run of a leased job, as its record keeps it.
@@ -142,10 +152,14 @@ type RunRecord struct {
 	// duration policy, the millisecond its slot opened.
 	Slot string `json:"slot"`
 	// Replica is the replica that ran it (see [WithReplica]).
-	Replica string    `json:"replica"`
-	Trigger Trigger   `json:"trigger"`
-	Attempt int       `json:"attempt"`
-	Started time.Time `json:"started"`
+	Replica string  `json:"replica"`
+	Trigger Trigger `json:"trigger"`
+	Attempt int     `json:"attempt"`
+	// Scheduled is when the run was due, by its replica's clock (its
+	// Tick's Scheduled), for a run of the history; zero if unknown.
+	// Started minus Scheduled is how late it began.
+	Scheduled time.Time `json:"scheduled,omitzero"`
+	Started   time.Time `json:"started"`
 	// Finished and Duration are set for a run that ended; Deadline, when
 	// its run lease ends unless extended, for one in progress. A run in
 	// progress whose Deadline has passed has lost its replica; the next
@@ -153,8 +167,9 @@ type RunRecord struct {
 	Finished time.Time     `json:"finished,omitzero"`
 	Duration time.Duration `json:"-"` // durationMs in JSON
 	Deadline time.Time     `json:"deadline,omitzero"`
-	// Outcome is "ok", "error", "panic" or "lost" (its run lease ran out:
-	// its replica died or lost Redis) for a run that ended.
+	// Outcome is "ok", "error", "panic", "timeout" (it outlasted its
+	// deadline, see [Deadlined]) or "lost" (its run lease ran out: its
+	// replica died or lost Redis) for a run that ended.
 	Outcome string `json:"outcome,omitempty"`
 	// Error is the failure's error text, cut to 512 bytes.
 	Error string `json:"error,omitempty"`
@@ -201,21 +216,99 @@ func (r *RunRecord) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Status returns what the record of the job says, or an error wrapping
-// [ErrUnknownJob] if it has none. One round trip.
+// Status returns what the record of the job says, its history included,
+// or an error wrapping [ErrUnknownJob] if it has none. One round trip.
 func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	c, err := a.client()
 	if err != nil {
 		return JobStatus{}, err
 	}
-	cmd := redis.NewMapStringStringCmd(ctx, "hgetall", recordKey(job))
-	if err := redisscript.Process(ctx, c, cmd); err != nil {
+	reply, err := statusScript.Run(ctx, c, []string{recordKey(job), historyKey(job)}).Slice()
+	if err != nil {
 		return JobStatus{}, fmt.Errorf("cron: reading the record of %q: %w", job, err)
 	}
-	if len(cmd.Val()) == 0 {
+	fields, runs := readStatus(reply)
+	if len(fields) == 0 {
 		return JobStatus{}, fmt.Errorf("%w: %q", ErrUnknownJob, job)
 	}
-	return parseStatus(job, cmd.Val()), nil
+	st := parseStatus(job, fields)
+	st.History = parseHistory(runs, st.Last)
+	return st, nil
+}
+
+// readStatus reads statusScript's reply: the record's fields, and the
+// history's entries.
+func readStatus(reply []any) (map[string]string, []string) {
+	fields := make(map[string]string)
+	var runs []string
+	if len(reply) > 0 {
+		kv, _ := reply[0].([]any)
+		for i := 0; i+1 < len(kv); i += 2 {
+			k, _ := kv[i].(string)
+			v, _ := kv[i+1].(string)
+			fields[k] = v
+		}
+	}
+	if len(reply) > 1 {
+		list, _ := reply[1].([]any)
+		for _, e := range list {
+			if s, ok := e.(string); ok {
+				runs = append(runs, s)
+			}
+		}
+	}
+	return fields, runs
+}
+
+// historyEntry is one run of a history as the completion script writes
+// it (PROTOCOL.md, the record): times in ms of the server's clock, but
+// due, the replica's.
+type historyEntry struct {
+	Slot    string `json:"slot"`
+	By      string `json:"by"`
+	Why     string `json:"why"`
+	Try     string `json:"try"`
+	Due     string `json:"due"`
+	Start   string `json:"start"`
+	End     string `json:"end"`
+	Outcome string `json:"outcome"`
+	Error   string `json:"error"`
+}
+
+// parseHistory reads a history's entries, newest first, skipping any it
+// can't read. last, the record's last run, leads it when the history
+// doesn't have it yet: a run that a claim recorded lost, which the next
+// completion adds.
+func parseHistory(runs []string, last *RunRecord) []RunRecord {
+	out := make([]RunRecord, 0, len(runs)+1)
+	for _, s := range runs {
+		var e historyEntry
+		if err := json.Unmarshal([]byte(s), &e); err != nil {
+			continue
+		}
+		r := RunRecord{
+			Slot:      slotName(e.Slot),
+			Replica:   e.By,
+			Trigger:   parseTrigger(e.Why),
+			Scheduled: msTime(e.Due),
+			Started:   msTime(e.Start),
+			Finished:  msTime(e.End),
+			Outcome:   e.Outcome,
+			Error:     e.Error,
+		}
+		r.Attempt, _ = strconv.Atoi(e.Try)
+		if !r.Finished.IsZero() {
+			r.Duration = r.Finished.Sub(r.Started)
+		}
+		out = append(out, r)
+	}
+	if last != nil && (len(out) == 0 || out[0].Started.Before(last.Started)) {
+		out = slices.Insert(out, 0, *last)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Jobs returns the status of every leased job that has a record, by name:
@@ -309,6 +402,9 @@ func parseStatus(job string, f map[string]string) JobStatus {
 		NextDue:   msTime(f["next"]),
 		SeenAt:    msTime(f["seen"]),
 		SeenBy:    f["seen.by"],
+
+		LastSuccess: msTime(f["good"]),
+		Schedule:    f["every"],
 	}
 	st.Attempts, _ = strconv.Atoi(f["slot.tries"])
 	st.RunRequested = f["want"] != ""

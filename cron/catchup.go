@@ -17,95 +17,93 @@ import (
 // helloTimeout bounds the start's announcement of a job to Redis.
 const helloTimeout = 5 * time.Second
 
-// startRecords begins the leased jobs' work beside their schedules, at the
-// runtime's start at now: the catch-up runs, an announcement of each job
-// whose first tick is still to come (so that operators see it), and a
-// listener for run-now requests per Redis client.
-func (r *Runtime) startRecords(ctx context.Context, now time.Time) {
-	// The listeners' own calls end at Shutdown; the runs they start get
-	// the runs' context.
-	lctx, cancel := context.WithCancel(ctx)
-	r.endListens = cancel
-	r.listeners.Add(1)
+// startRecords begins the work beside their schedules of the leased jobs
+// entries, which started at now (at the runtime's start, or an Add): the
+// catch-up runs, an announcement of each job whose first tick is still to
+// come (so that operators see it), and, for a client that has none yet, a
+// listener for run-now requests, and the clock check if it is not on yet.
+// Replace calls it with catchUp false: a replaced job does not catch up.
+func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*entry, catchUp bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped.Load() {
+		return
+	}
+	// Counted under r.mu while not stopped: Shutdown waits for them
+	// (see listenerEnded).
+	r.listenersRunning++
 	go func() {
-		defer r.listeners.Done()
-		for _, e := range r.leased {
+		defer r.listenerEnded()
+		for _, e := range entries {
 			if r.stopped.Load() {
 				return
 			}
-			first, _ := e.every.First(now)
+			r.mu.Lock()
+			every, s := e.every.Interval, e.admit.state
+			r.mu.Unlock()
+			first, _ := every.First(now)
 			if first.Equal(now) {
 				continue // its startup run claims it
 			}
-			if slot, ok := r.catchUpSlot(e, now); ok {
-				r.offSchedule(ctx, e, modeCatchUp, slot, "")
+			if slot, ok := catchUpSlot(every, s, now); ok && catchUp {
+				r.offSchedule(e, modeCatchUp, slot, "")
 				continue
 			}
-			r.hello(ctx, lctx, e)
+			r.hello(ctx, r.lctx, e)
 		}
 	}()
 
-	// One listener per client, for the jobs whose records it keeps.
-	type group struct {
-		sub   subscriber
-		names map[string]*entry
-	}
-	var groups []*group
-	byClient := make(map[any]*group)
-	for _, e := range r.leased {
+	// One listener per client, for every leased job whose record it
+	// keeps.
+	for _, e := range entries {
 		s := e.admit.state
 		sub, ok := s.c.(subscriber)
 		if !ok {
 			continue // requests wait for the job's next tick
 		}
-		var g *group
+		var key any = s // a client that can't be a map key gets a listener per job
 		if reflect.TypeOf(s.c).Comparable() {
-			g = byClient[s.c]
+			key = s.c
 		}
-		if g == nil {
-			g = &group{sub: sub, names: make(map[string]*entry)}
-			groups = append(groups, g)
-			if reflect.TypeOf(s.c).Comparable() {
-				byClient[s.c] = g
-			}
+		if r.listening[key] {
+			continue
 		}
-		g.names[s.name] = e
+		r.listening[key] = true
+		r.listenersRunning++
+		go r.listen(ctx, r.lctx, sub)
 	}
-	for _, g := range groups {
-		r.listeners.Add(1)
-		go r.listen(ctx, lctx, g.sub, g.names)
+	if !r.watchingSkew {
+		r.watchingSkew = true
+		r.listenersRunning++
+		go r.watchSkew(r.lctx)
 	}
-	r.listeners.Add(1)
-	go r.watchSkew(lctx)
 }
 
-// catchUpSlot returns the slot that e's catch-up at a start at now is
-// for, if e catches up: for a Cron spec the latest slot that began within
-// its window, for a duration policy the zero Slot (the one that starts
-// now; the record says whether the last interval ran).
-func (r *Runtime) catchUpSlot(e *entry, now time.Time) (interval.Slot, bool) {
-	s := e.admit.state
+// catchUpSlot returns the slot that the catch-up of a job of interval
+// every and record s at a start at now is for, if it catches up: for a
+// Cron spec the latest slot that began within its window, for a duration
+// policy the zero Slot (the one that starts now; the record says whether
+// the last interval ran).
+func catchUpSlot(every interval.Interval, s *jobState, now time.Time) (interval.Slot, bool) {
 	switch {
 	case s.catchUp <= 0:
 		return interval.Slot{}, false
 	case !s.shared:
 		return interval.Slot{}, true
 	}
-	return e.every.LatestSlot(now.Add(-s.catchUp), now)
+	return every.LatestSlot(now.Add(-s.catchUp), now)
 }
 
 // hello announces e to its record: the replica and its next tick.
 func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
 	r.mu.Lock()
-	var next time.Time // none, for a job with no tick to come
-	if e.admit.due != 0 {
-		next = time.Unix(0, e.admit.due)
-	}
+	next, _ := r.nextDue(e) // none, for a job with no tick to come
 	t := Tick{Job: e.name, Scheduled: next, Slot: e.every.Plan(next, next).Slot}
+	s := e.admit.state
 	r.mu.Unlock()
 	hctx, cancel := context.WithTimeout(lctx, helloTimeout)
 	defer cancel()
-	if _, err := e.admit.state.claim(hctx, modeHello, &t, next, ""); err != nil && lctx.Err() == nil {
+	if _, err := s.claim(hctx, modeHello, &t, next, ""); err != nil && lctx.Err() == nil {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced",
 			slog.String("job", e.name), slog.Any("error", err))
 	}
@@ -114,17 +112,21 @@ func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
 // stopRecords stops the leased jobs' retry timers and run-now listeners.
 // r.mu is held; Shutdown waits for the listeners after releasing it.
 func (r *Runtime) stopRecords() {
-	if r.endListens != nil {
-		r.endListens()
-	}
+	r.endListens()
 	for _, e := range r.leased {
-		if s := e.admit.state; s.retry != nil {
-			s.retry.Stop()
-			s.retry = nil
-		}
+		e.admit.state.stopRetry()
 	}
 	for _, c := range r.subs {
 		_ = c.Close()
 	}
 	r.subs = nil
+}
+
+// stopRetry stops the timer of this replica's next look at the job's
+// slot, if one is planned. Runtime.mu is held.
+func (s *jobState) stopRetry() {
+	if s.retry != nil {
+		s.retry.Stop()
+		s.retry = nil
+	}
 }

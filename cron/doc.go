@@ -7,6 +7,9 @@
 // returns the [Runtime]; the runtime then starts every further run on time,
 // and one job's slow run does not hold up another job's (see Cost).
 // [Runtime.Shutdown] stops scheduling and waits for the runs in progress.
+// While it runs, jobs are added ([Runtime.Add]), removed
+// ([Runtime.Remove]), given a new interval or lease ([Runtime.Replace])
+// and listed with their next tick ([Runtime.Jobs]), each in O(log n).
 // Package crontest runs jobs on several replicas on fake time, for
 // their tests.
 //
@@ -29,6 +32,14 @@
 // job keeps its schedule. A run that panics is recovered: the panic is logged
 // with its stack, reported as a failed run with a *[PanicError], and the job
 // keeps its schedule.
+//
+// # Deadlines, spread starts, traces
+//
+// A [Deadlined] job's run ends its context at its deadline, and is then a
+// timeout. An interval.Interval.WithSpread spreads the runs of the jobs
+// that share a schedule over each slot, each at an offset of its own. An
+// [Observer] with RunContext hands Process a context of its own, such as
+// one that carries the run's trace span.
 //
 // # Admission
 //

@@ -14,11 +14,13 @@ import (
 
 // Job is work that runs on a schedule.
 //
-// Interval says when the job runs; the runtime calls it once, in [Start], so
-// a job's schedule cannot change while it runs. Process does one run. Its
-// context is cancelled, with cause [ErrShutdown], only when
-// [Runtime.Shutdown] gives up waiting; a job that honours it lets shutdown
-// finish in time. Process may be called from several goroutines at once for
+// Interval says when the job runs; the runtime calls it once, when the job
+// is started or added, so a job's schedule changes only by
+// [Runtime.Replace]. Process does one run. Its context is cancelled, with
+// cause [ErrShutdown], when [Runtime.Shutdown] gives up waiting, with
+// [ErrRemoved] when [Runtime.Remove] does, and with [ErrRunDeadline] at a
+// [Deadlined] job's deadline; a job that honours it lets them finish in
+// time. Process may be called from several goroutines at once for
 // an [interval.AfterStart] job whose runs overlap.
 //
 // A job's name, which logs, ticks and [WithAdmission] use, is what its
@@ -135,19 +137,20 @@ func JobName(j Job) string {
 	return strings.TrimLeft(reflect.TypeOf(j).String(), "*")
 }
 
-// describe checks jobs[i] and returns its name and interval, or an error
-// naming it. A panic in its methods is a broken job, refused like one.
-func describe(i int, j Job) (name string, every interval.Interval, err error) {
+// describe checks the job j, which errors call where (jobs[i] in Start),
+// and returns its name and interval, or an error naming it. A panic in its
+// methods is a broken job, refused like one.
+func describe(where func() string, j Job) (name string, every interval.Interval, err error) {
 	// A nil of a kind that can be nil (a pointer, map, slice, func or
 	// channel) has no job behind it to run, however well its Name and
 	// Interval methods work.
 	if typednil.Is(j) {
 		if j == nil {
-			return "", every, fmt.Errorf("%w: jobs[%d] is nil", ErrInvalidJob, i)
+			return "", every, fmt.Errorf("%w: %s is nil", ErrInvalidJob, where())
 		}
-		return "", every, fmt.Errorf("%w: jobs[%d] is a nil %T", ErrInvalidJob, i, j)
+		return "", every, fmt.Errorf("%w: %s is a nil %T", ErrInvalidJob, where(), j)
 	}
-	who := func() string { return fmt.Sprintf("jobs[%d] (%T)", i, j) }
+	who := func() string { return fmt.Sprintf("%s (%T)", where(), j) }
 	if err := guard(who, "Name", func() { name = JobName(j) }); err != nil {
 		return "", every, err
 	}

@@ -26,7 +26,8 @@ import (
 // Its hash tag is the key of the Rust crate's lease for the job, so that on a
 // Redis Cluster the record and that lease share a hash slot. The record
 // holds the run in progress, the slot it claimed, the last run, the last
-// failure, a pause and a run-now request. Every claim makes it live at
+// failure, a pause and a run-now request; beside it, in the same hash
+// slot, a list keeps the job's last runs ([LeaseConfig.History]). Every claim makes it live at
 // least until that replica's next tick and the end of the slot's claim
 // window, plus a few intervals, and no script shortens that: it expires
 // only once no replica runs the job. [Admin] reads and steers it. The
@@ -174,6 +175,11 @@ type LeaseConfig struct {
 	// passed. The default is half the interval (of its first slot, for a
 	// Cron spec), at most 30 seconds.
 	RunTTL time.Duration
+	// History is how many of the job's last runs its record keeps, for
+	// [Admin.Status], the command-line tool and the status page: from 1
+	// to 1000; 0, the default, keeps 20. A run's end adds it to the
+	// history in the same round trip that records it.
+	History int
 }
 
 // LeaseNamespace is the lock namespace of the leases of [Leased] jobs.

@@ -64,18 +64,19 @@ func defaultOptions() options {
 // logs it; the others stay quiet at Info:
 //
 //   - Info: the runtime's start ("jobs", "names") and shutdown ("runs" in
-//     progress, then its stop); each run's start and its end when it
-//     succeeded ("duration", "outcome" ok); the end of an admission outage.
-//   - Error: a run that failed ("error", "outcome" error) or panicked
-//     ("panic", "stack", "outcome" panic); the beginning of an admission
-//     outage ("error").
+//     progress, then its stop); a job added, replaced ("interval") or
+//     removed ("running"); each run's start and its end when it succeeded
+//     ("duration", "outcome" ok); the end of an admission outage.
+//   - Error: a run that failed ("error", "outcome" error), ran past its
+//     deadline ("error", "outcome" timeout) or panicked ("panic", "stack",
+//     "outcome" panic); the beginning of an admission outage ("error").
 //   - Warn: a tick skipped because the job's previous run was still going
 //     ([ReasonStillRunning], [ReasonTooManyRuns]; for a [Leased] job, on
 //     any replica, a run of an earlier slot: no replica runs that slot) or that
 //     came too late for its slot's lease ([ReasonTooLate]); a late
-//     wake-up; a job with no
-//     further slots; a Shutdown that gave up waiting ("runs" left); a
-//     leased job's run that ended after its run lease was lost; a clock
+//     wake-up; a job with no further slots; a Shutdown ("runs" left) or a
+//     Remove that gave up waiting; a leased job's run that ended after its
+//     run lease was lost; a clock
 //     that disagrees with Redis's by more than a second, or a twelfth of
 //     the shortest leased interval ("skew", "limit"), checked at start and
 //     every [SkewCheckEvery].
@@ -159,6 +160,12 @@ type Observer struct {
 	// the Reason constants or an Admission's own reason. err is the
 	// Admission's error for ReasonAdmissionFailed, nil otherwise.
 	RunSkipped func(t Tick, reason string, err error)
+	// RunContext, if set, is called right before Process, after
+	// RunStarted, with the run's context; Process gets the context it
+	// returns. A tracer starts the run's span there, so that the spans
+	// the job starts are its children. It must return a context derived
+	// from ctx.
+	RunContext func(ctx context.Context, t Tick) context.Context
 	// ClockSkew is called, for a runtime with [Leased] jobs, at its start
 	// and then every [SkewCheckEvery], with how far the runtime's clock is
 	// ahead of the Redis server's (negative: behind), as measured from the

@@ -34,6 +34,16 @@ const runNowChannel = "@@wakuwaku-cron:run-now"
 // name.
 func recordKey(name string) string { return recordPrefix + leaseKeys.Key(name) + "}" }
 
+// historyKey returns the key of the history of the job whose lease is
+// named name: a list in the record's hash slot.
+func historyKey(name string) string { return recordKey(name) + ":runs" }
+
+// The bounds of LeaseConfig.History.
+const (
+	defaultHistory = 20
+	maxHistory     = 1000
+)
+
 // maxErrorText is how many bytes of a failed run's error the record keeps.
 const maxErrorText = 512
 
@@ -66,6 +76,9 @@ type jobState struct {
 	c        redisscript.Client
 	name     string   // the lease's name
 	keys     []string // the record, then, for a duration policy, the Rust crate's lease
+	history  []string // the record and its history
+	keepRuns int      // how many runs the history keeps
+	schedule string   // the job's interval, as the record states it
 	shared   bool     // a Cron policy: slots that every replica names alike
 	ttl      time.Duration
 	runTTL   time.Duration
@@ -100,6 +113,8 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 		return nil, fmt.Errorf("%w: job %q: LeaseConfig.Attempts is %d", ErrInvalidJob, l.Name, l.Attempts)
 	case l.Backoff < 0, l.CatchUp < 0, l.RunTTL < 0:
 		return nil, fmt.Errorf("%w: job %q: LeaseConfig has a negative duration", ErrInvalidJob, l.Name)
+	case l.History < 0 || l.History > maxHistory:
+		return nil, fmt.Errorf("%w: job %q: LeaseConfig.History is %d, want 0 (for %d) to %d", ErrInvalidJob, l.Name, l.History, defaultHistory, maxHistory)
 	}
 	c, err := redisscript.ClientOf(l.Db, LeaseNamespace)
 	if err != nil {
@@ -108,6 +123,10 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	s := &jobState{
 		c: c, name: l.Name, ttl: l.TTL, replica: replica, now: now,
 		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
+		history: []string{recordKey(l.Name), historyKey(l.Name)}, keepRuns: l.History, schedule: every.String(),
+	}
+	if s.keepRuns == 0 {
+		s.keepRuns = defaultHistory
 	}
 	if s.backoff == 0 {
 		s.backoff = defaultBackoff
@@ -268,26 +287,28 @@ type completed struct {
 	backoff time.Duration
 }
 
-// complete is E8: it records the end of run, which returned err (a
-// *PanicError if it panicked), and the next tick if known (R12).
-func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, err error, next time.Time) (completed, error) {
-	outcome, text := "ok", ""
+// complete is E8: it records the end of run, which was due at scheduled
+// and returned err (a *PanicError if it panicked), and the next tick if
+// known (R12), and adds the run to the job's history.
+func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, scheduled time.Time, err error, next time.Time) (completed, error) {
+	outcome, text := outcome(err), ""
 	var p *PanicError
 	switch {
 	case errors.As(err, &p):
-		outcome, text = "panic", p.Error()
-	case errors.Is(err, lock.ErrLeaseLost):
+		text = p.Error()
+	case outcome == "error" && errors.Is(err, lock.ErrLeaseLost):
 		outcome, text = "lost", err.Error()
 	case err != nil:
-		outcome, text = "error", err.Error()
+		text = err.Error()
 	}
 	backoff := s.backoffAfter(attempt)
 	nextMS := ""
 	if !next.IsZero() {
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
-	reply, rerr := completeScript.Run(ctx, s.c, s.keys[:1], run.token, outcome, cut(text, maxErrorText),
-		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS).Slice()
+	reply, rerr := completeScript.Run(ctx, s.c, s.history, run.token, outcome, cut(text, maxErrorText),
+		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
+		s.keepRuns, scheduled.UnixMilli(), s.schedule).Slice()
 	if rerr != nil {
 		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
 	}

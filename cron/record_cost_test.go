@@ -87,7 +87,7 @@ func (p *protocol) run(tb testing.TB) {
 	if err != nil || c.run == nil {
 		tb.Fatalf("claim = %+v, %v; want a run", c, err)
 	}
-	if _, err := p.s.complete(context.Background(), c.run, c.attempt, nil, time.Time{}); err != nil {
+	if _, err := p.s.complete(context.Background(), c.run, c.attempt, time.Time{}, nil, time.Time{}); err != nil {
 		tb.Fatal(err)
 	}
 }

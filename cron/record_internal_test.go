@@ -40,7 +40,7 @@ func TestOwnLeaseAfterRetry(t *testing.T) {
 	if first.run == nil {
 		t.Fatalf("first claim = %+v, want a run", first)
 	}
-	if _, err := s.complete(ctx, first.run, first.attempt, errors.New("failed"), time.Time{}); err != nil {
+	if _, err := s.complete(ctx, first.run, first.attempt, time.Time{}, errors.New("failed"), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond) // the back-off
@@ -48,7 +48,7 @@ func TestOwnLeaseAfterRetry(t *testing.T) {
 	if retry.run == nil || retry.attempt != 2 {
 		t.Fatalf("claim after the failure = %+v, want attempt 2", retry)
 	}
-	if _, err := s.complete(ctx, retry.run, retry.attempt, nil, time.Time{}); err != nil {
+	if _, err := s.complete(ctx, retry.run, retry.attempt, time.Time{}, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	// The slot's lease outlives it, as when Redis answered the first claim

@@ -29,15 +29,18 @@ const (
 	refusedRetryMax = time.Minute
 )
 
-// listen runs the run-now requests for the jobs named in names that come
-// over sub's Pub/Sub channel, until Shutdown closes the subscription.
+// listen runs the run-now requests for the leased jobs that come over
+// sub's Pub/Sub channel, until Shutdown closes the subscription. A request
+// names a job by its lease; one for a job this runtime does not have, or
+// whose record is another client's, is nothing to it (its claim would find
+// no request waiting).
 //
 // A subscription the server refuses, with an error reply such as NOPERM
 // for an ACL user without the channel, would leave the replica deaf to
 // requests: the first refusal is logged at Error, the subscription asked
 // for again with back-off, and the recovery logged once it is granted.
-func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber, names map[string]*entry) {
-	defer r.listeners.Done()
+func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
+	defer r.listenerEnded()
 	ps := sub.Subscribe(lctx, runNowChannel)
 	r.mu.Lock()
 	stopped := r.stopped.Load()
@@ -64,8 +67,11 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber, names map[st
 			}
 			continue
 		case *redis.Message:
-			if e := names[v.Payload]; e != nil {
-				r.offSchedule(ctx, e, modeRequest, interval.Slot{}, "")
+			r.mu.Lock()
+			e := r.leased[v.Payload]
+			r.mu.Unlock()
+			if e != nil {
+				r.offSchedule(e, modeRequest, interval.Slot{}, "")
 			}
 			continue
 		case *redis.Pong:

@@ -18,24 +18,24 @@ import (
 // followUp schedules E3 after a claim that refused a's slot with c, when
 // the claim says another look may find the slot's run failed or its
 // back-off passed (R1, R2 for E2 and E3, R6).
-func (r *Runtime) followUp(ctx context.Context, a *runArgs, c claimed) {
+func (r *Runtime) followUp(a *runArgs, c claimed) {
 	if !c.follow || c.wait <= 0 {
 		return
 	}
-	r.lookAgain(ctx, a.e, modeFollow, a.tick.Slot, c.slot, c.wait+time.Millisecond)
+	r.lookAgain(a.e, a.admit.state, modeFollow, a.tick.Slot, c.slot, c.wait+time.Millisecond)
 }
 
 // lookAgain makes this replica claim e's slot, whose record id is id, in
 // d for the event mode (E2 or E3), unless it has an earlier look planned
-// already, or d is past the slot's claim window.
-func (r *Runtime) lookAgain(ctx context.Context, e *entry, mode claimMode, slot interval.Slot, id string, d time.Duration) {
-	s := e.admit.state
+// already, or d is past the slot's claim window. s is the record that
+// named the slot: none if e was removed or replaced since.
+func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) {
 	if !r.now().Add(d).Before(slot.LeaseEnd(s.ttl)) {
 		return // past its claim window: no claim of the slot can run it
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped.Load() {
+	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state != s {
 		return
 	}
 	at := time.Now().Add(d)
@@ -54,7 +54,7 @@ func (r *Runtime) lookAgain(ctx context.Context, e *entry, mode claimMode, slot 
 		}
 		r.mu.Unlock()
 		if current {
-			r.offSchedule(ctx, e, mode, slot, id)
+			r.offSchedule(e, mode, slot, id)
 		}
 	})
 	s.retry, s.retryAt = timer, at
@@ -63,21 +63,24 @@ func (r *Runtime) lookAgain(ctx context.Context, e *entry, mode claimMode, slot 
 // lookAgainAfterError schedules E2 or E3 again, a back-off later, after
 // Redis did not answer it, so that an outage does not lose a slot that
 // still has attempts (PROTOCOL.md, after the transitions).
-func (r *Runtime) lookAgainAfterError(ctx context.Context, a *runArgs) {
+func (r *Runtime) lookAgainAfterError(a *runArgs) {
 	if a.mode != modeRetry && a.mode != modeFollow {
 		return
 	}
-	s := a.e.admit.state
-	r.lookAgain(ctx, a.e, a.mode, a.tick.Slot, a.slot, s.backoff)
+	s := a.admit.state
+	r.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
 }
 
 // offSchedule starts a run of e that no tick of its schedule started, for
 // the event mode: E2 to E5. slot is the slot it is for, as this replica
 // named it (the zero Slot: the one that starts now, as the replica's clock
 // says), and id its record id, if known.
-func (r *Runtime) offSchedule(ctx context.Context, e *entry, mode claimMode, slot interval.Slot, id string) {
+//
+// The run gets the runtime's context (not that of the run that asked for
+// it, which ends with it).
+func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id string) {
 	r.mu.Lock()
-	if r.stopped.Load() {
+	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
 		r.mu.Unlock()
 		return
 	}
@@ -91,18 +94,27 @@ func (r *Runtime) offSchedule(ctx context.Context, e *entry, mode claimMode, slo
 	}
 	e.ticks++
 	a := getRun()
-	a.e, a.offSchedule, a.mode, a.slot = e, true, mode, id
+	a.e, a.job, a.every, a.admit = e, e.job, e.every, e.admit
+	a.offSchedule, a.mode, a.slot = true, mode, id
 	a.tick = Tick{Scheduled: scheduled, Slot: slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1}
-	if e.admit.queued {
-		a.next = time.Unix(0, e.admit.due)
-	}
+	a.next, _ = r.nextDue(e)
+	r.offRuns[e]++
 	r.inflight.Add(1)
 	r.mu.Unlock()
-	r.alone(ctx, a)
+	r.alone(r.ctx, a)
 }
 
-// finishedOffSchedule records the end of a run that offSchedule started.
-func (r *Runtime) finishedOffSchedule() {
+// finishedOffSchedule records the end of a run of e that offSchedule
+// started.
+func (r *Runtime) finishedOffSchedule(e *entry) {
+	r.mu.Lock()
+	if r.offRuns[e]--; r.offRuns[e] == 0 {
+		delete(r.offRuns, e)
+	}
+	if e.state.Load()&stateRemoved != 0 {
+		r.runEnded(e)
+	}
+	r.mu.Unlock()
 	if r.inflight.Add(-1) == 0 && r.stopped.Load() {
 		r.idleOnce.Do(func() { close(r.idle) })
 	}
@@ -115,7 +127,7 @@ func (r *Runtime) finishedOffSchedule() {
 // progress; once its run lease has ended, any claim records it lost (C1)
 // and the completion that comes later finds nothing to record.
 func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease, runErr error, next time.Time, err error) (completed, error) {
-	s := a.e.admit.state
+	s := a.admit.state
 	end := a.tick.Slot.LeaseEnd(s.ttl)
 	wait := s.backoff
 	for {
@@ -131,7 +143,7 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease,
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
 		var c completed
-		c, err = s.complete(cctx, held, a.tick.Attempt, runErr, next)
+		c, err = s.complete(cctx, held, a.tick.Attempt, a.tick.Scheduled, runErr, next)
 		cancel()
 		if err == nil {
 			r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",

@@ -15,7 +15,12 @@ import (
 // worker needs to run it. They are reused (see getRun), so that a tick
 // allocates nothing.
 type runArgs struct {
-	e           *entry
+	e *entry
+	// What the tick read of e, which Replace may change while the run
+	// goes on.
+	job         Job
+	every       *policy
+	admit       *admission
 	tick        Tick
 	atFinish    bool
 	next        time.Time // the next tick, if known as the run starts
@@ -58,7 +63,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 			err := errGoexit
 			if v := recover(); v != nil {
 				err = &PanicError{Value: v, Stack: debug.Stack()}
-				r.report(ctx, e, t, err, end.Sub(begin))
+				r.report(ctx, a, err, end.Sub(begin))
 			}
 			if held != nil {
 				r.complete(ctx, a, held, err, end)
@@ -69,13 +74,13 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 			end = t.Started
 		}
 		if a.offSchedule {
-			r.finishedOffSchedule()
+			r.finishedOffSchedule(e)
 		} else {
 			r.finished(e, t.Started, end, a.atFinish)
 		}
 	}()
 
-	if e.admit != nil {
+	if a.admit.waits() {
 		var ok bool
 		if held, ok = r.admitRun(ctx, a); !ok {
 			return
@@ -83,7 +88,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	}
 
 	if r.log.Enabled(ctx, slog.LevelInfo) {
-		r.logRunStart(ctx, e, t)
+		r.logRunStart(ctx, a)
 	}
 	if r.observer.RunStarted != nil {
 		r.runStarted(t)
@@ -99,10 +104,10 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	}
 	inProcess = true
 	var err error
-	if held != nil {
-		err = processHeld(ctx, e.job, t, held)
+	if held != nil || a.admit != nil || r.observer.RunContext != nil {
+		err = r.process(ctx, a, held)
 	} else {
-		err = e.job.Process(ctx, *t)
+		err = a.job.Process(ctx, *t)
 	}
 	inProcess = false
 	var took time.Duration
@@ -116,9 +121,9 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 		// Only a job without an admission, whose run has nothing but
 		// Process to wait for, goes to the workers; and only while it is
 		// quick.
-		e.quick.Store(e.admit == nil && took < stragglerAfter)
+		e.setQuick(!a.admit.waits() && took < stragglerAfter)
 	}
-	r.report(ctx, e, t, err, took)
+	r.report(ctx, a, err, took)
 	if held != nil {
 		r.complete(ctx, a, held, err, end)
 	}
@@ -128,16 +133,16 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 // goes ahead, and reports and logs it if not. It returns the run lease of
 // a leased job's run.
 func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
-	e, t := a.e, &a.tick
-	if e.admit.check != nil {
-		admitted, reason, err := admit(ctx, e.admit.check, t)
+	t, ad := &a.tick, a.admit
+	if ad.check != nil {
+		admitted, reason, err := admit(ctx, ad.check, t)
 		if err != nil {
-			r.admissionFailed(ctx, e, t, err)
+			r.admissionFailed(ctx, ad, t, err)
 			return nil, false
 		}
 		if !admitted {
-			if e.admit.failures.Load() > 0 {
-				r.admissionRecovered(ctx, e, t)
+			if ad.failures.Load() > 0 {
+				r.admissionRecovered(ctx, ad, t)
 			}
 			if reason == "" {
 				reason = ReasonNotAdmitted
@@ -146,27 +151,27 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 			return nil, false
 		}
 	}
-	s := e.admit.state
+	s := ad.state
 	if s == nil {
-		if e.admit.failures.Load() > 0 {
-			r.admissionRecovered(ctx, e, t)
+		if ad.failures.Load() > 0 {
+			r.admissionRecovered(ctx, ad, t)
 		}
 		return nil, true
 	}
 	c, err := s.claim(ctx, a.mode, t, a.next, a.slot)
 	if err != nil {
-		r.admissionFailed(ctx, e, t, err)
-		r.lookAgainAfterError(ctx, a)
+		r.admissionFailed(ctx, ad, t, err)
+		r.lookAgainAfterError(a)
 		return nil, false
 	}
-	if e.admit.failures.Load() > 0 {
-		r.admissionRecovered(ctx, e, t)
+	if ad.failures.Load() > 0 {
+		r.admissionRecovered(ctx, ad, t)
 	}
 	if c.run == nil {
 		if !c.quiet && c.reason != "" {
 			r.skipped(ctx, t, c.reason)
 		}
-		r.followUp(ctx, a, c)
+		r.followUp(a, c)
 		return nil, false
 	}
 	t.Attempt, t.Trigger = c.attempt, c.trigger
@@ -189,22 +194,22 @@ func processHeld(ctx context.Context, j Job, t *Tick, held *runLease) error {
 // next (R12): this replica's retry of the slot after its back-off (E2), or
 // a run that an operator requested meanwhile (E5).
 func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err error, end time.Time) {
-	e, t, s := a.e, &a.tick, a.e.admit.state
+	t, s := &a.tick, a.admit.state
 	next := a.next
 	if a.atFinish {
-		next, _ = e.every.Next(t.Started, end)
+		next, _ = a.every.Next(t.Started, end)
 	}
 	// Shutdown may have cancelled the run's context: the record is still
 	// written, within the run lease.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
-	c, cerr := s.complete(cctx, held, t.Attempt, err, next)
+	c, cerr := s.complete(cctx, held, t.Attempt, t.Scheduled, err, next)
 	cancel()
 	if cerr != nil {
 		// Part of an outage, which is logged once as it begins (see
 		// admissionFailed).
-		e.admit.failedSince.CompareAndSwap(0, t.Started.UnixNano())
+		a.admit.failedSince.CompareAndSwap(0, t.Started.UnixNano())
 		level := slog.LevelDebug
-		if e.admit.failures.Add(1) == 1 {
+		if a.admit.failures.Add(1) == 1 {
 			level = slog.LevelError
 		}
 		r.log.LogAttrs(ctx, level, "cron job's run could not be recorded; trying again while its slot lasts",
@@ -221,10 +226,10 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 		return
 	}
 	if c.open {
-		r.lookAgain(ctx, e, modeRetry, t.Slot, a.slot, c.backoff)
+		r.lookAgain(a.e, s, modeRetry, t.Slot, a.slot, c.backoff)
 	}
 	if c.wanted {
-		r.offSchedule(ctx, e, modeRequest, interval.Slot{}, "")
+		r.offSchedule(a.e, modeRequest, interval.Slot{}, "")
 	}
 }
 
@@ -253,13 +258,14 @@ func admit(ctx context.Context, a Admission, t *Tick) (admitted bool, reason str
 // report logs a finished run and tells the observer. The log records are
 // built in functions of their own, only when the logger wants them, so that
 // a run's goroutine stays within its initial stack when logging is off.
-func (r *Runtime) report(ctx context.Context, e *entry, t *Tick, err error, took time.Duration) {
+func (r *Runtime) report(ctx context.Context, a *runArgs, err error, took time.Duration) {
+	t := &a.tick
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelError
 	}
 	if r.log.Enabled(ctx, level) {
-		r.logRun(ctx, level, e, t, err, took)
+		r.logRun(ctx, level, a, err, took)
 	}
 	if r.observer.RunFinished != nil {
 		r.observer.RunFinished(*t, err, took)
@@ -267,15 +273,16 @@ func (r *Runtime) report(ctx context.Context, e *entry, t *Tick, err error, took
 }
 
 // runAttrs returns the attributes that a run's records begin with.
-func runAttrs(e *entry, t *Tick, more int) []slog.Attr {
+func runAttrs(a *runArgs, more int) []slog.Attr {
+	t := &a.tick
 	attrs := make([]slog.Attr, 0, 8+more)
 	attrs = append(attrs,
 		slog.String("job", t.Job), slog.Uint64("run", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.String("slot", t.Slot.String()))
-	if e.admit != nil && e.admit.state != nil {
-		attrs = append(attrs, slog.String("record", e.admit.state.keys[0]))
-		if len(e.admit.state.keys) > 1 {
-			attrs = append(attrs, slog.String("lease", e.admit.state.keys[1]))
+	if a.admit != nil && a.admit.state != nil {
+		attrs = append(attrs, slog.String("record", a.admit.state.keys[0]))
+		if len(a.admit.state.keys) > 1 {
+			attrs = append(attrs, slog.String("lease", a.admit.state.keys[1]))
 		}
 		if t.Trigger != TriggerSchedule || t.Attempt > 1 {
 			attrs = append(attrs, slog.String("trigger", t.Trigger.String()), slog.Int("attempt", t.Attempt))
@@ -284,21 +291,25 @@ func runAttrs(e *entry, t *Tick, more int) []slog.Attr {
 	return attrs
 }
 
-func (r *Runtime) logRunStart(ctx context.Context, e *entry, t *Tick) {
-	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job started", runAttrs(e, t, 0)...)
+func (r *Runtime) logRunStart(ctx context.Context, a *runArgs) {
+	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job started", runAttrs(a, 0)...)
 }
 
-func (r *Runtime) logRun(ctx context.Context, level slog.Level, e *entry, t *Tick, err error, took time.Duration) {
-	attrs := append(runAttrs(e, t, 4), slog.Duration("duration", took))
-	msg, outcome := "cron job finished", "ok"
+func (r *Runtime) logRun(ctx context.Context, level slog.Level, a *runArgs, err error, took time.Duration) {
+	attrs := append(runAttrs(a, 4), slog.Duration("duration", took))
+	msg := "cron job finished"
 	if p, ok := err.(*PanicError); ok {
-		msg, outcome = "cron job panicked", "panic"
-		attrs = append(attrs, slog.String("outcome", outcome), slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
+		msg = "cron job panicked"
+		attrs = append(attrs, slog.String("outcome", "panic"), slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
 	} else if err != nil {
-		msg, outcome = "cron job failed", "error"
-		attrs = append(attrs, slog.String("outcome", outcome), slog.Any("error", err))
+		o := outcome(err)
+		msg = "cron job failed"
+		if o == "timeout" {
+			msg = "cron job ran past its deadline"
+		}
+		attrs = append(attrs, slog.String("outcome", o), slog.Any("error", err))
 	} else {
-		attrs = append(attrs, slog.String("outcome", outcome))
+		attrs = append(attrs, slog.String("outcome", "ok"))
 	}
 	r.log.LogAttrs(ctx, level, msg, attrs...)
 }
@@ -306,10 +317,10 @@ func (r *Runtime) logRun(ctx context.Context, level slog.Level, e *entry, t *Tic
 // admissionFailed skips a tick whose admission failed (Redis, for a
 // lease), and tells the observer. Only the first failure of a row is logged
 // at Error; the rest, one per tick while the outage lasts, at Debug.
-func (r *Runtime) admissionFailed(ctx context.Context, e *entry, t *Tick, err error) {
-	e.admit.failedSince.CompareAndSwap(0, t.Started.UnixNano())
+func (r *Runtime) admissionFailed(ctx context.Context, ad *admission, t *Tick, err error) {
+	ad.failedSince.CompareAndSwap(0, t.Started.UnixNano())
 	level, msg := slog.LevelDebug, "cron job skipped a run"
-	if e.admit.failures.Add(1) == 1 {
+	if ad.failures.Add(1) == 1 {
 		level, msg = slog.LevelError, "cron job's admission failed; its runs are skipped until it succeeds"
 	}
 	if r.log.Enabled(ctx, level) {
@@ -322,9 +333,9 @@ func (r *Runtime) admissionFailed(ctx context.Context, e *entry, t *Tick, err er
 
 // admissionRecovered logs the end of a row of admission failures, once the
 // admission answered again, admitting the tick t or not.
-func (r *Runtime) admissionRecovered(ctx context.Context, e *entry, t *Tick) {
-	n := e.admit.failures.Swap(0)
-	since := e.admit.failedSince.Swap(0)
+func (r *Runtime) admissionRecovered(ctx context.Context, ad *admission, t *Tick) {
+	n := ad.failures.Swap(0)
+	since := ad.failedSince.Swap(0)
 	if n == 0 { // another run of the job logged it
 		return
 	}

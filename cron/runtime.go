@@ -7,33 +7,47 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 )
 
-// ErrInvalidJob is the error [Start] returns, wrapped with the job's index
-// or name, for a job it cannot run: a nil job, a job whose Interval is the
-// zero interval.Interval, a job with an empty name, two jobs with one
-// name, two [Leased] jobs with one lease name, or a Leased job whose lease
-// has no name or can't work.
+// ErrInvalidJob is the error [Start], [Runtime.Add] and [Runtime.Replace]
+// return, wrapped with the job's index or name, for a job they cannot run:
+// a nil job, a job whose Interval is the zero interval.Interval, a job with
+// an empty name, two jobs with one name, two [Leased] jobs with one lease
+// name, a Leased job whose lease has no name or can't work, or a negative
+// run deadline.
 var ErrInvalidJob = errors.New("cron: invalid job")
 
 // Runtime runs jobs on their schedules. [Start] makes one; its jobs run
 // until [Runtime.Shutdown], which every Runtime needs to stop its
-// goroutines. Its methods are safe for concurrent use.
+// goroutines. Jobs can be added, removed and replaced while it runs
+// ([Runtime.Add], [Runtime.Remove], [Runtime.Replace]). Its methods are
+// safe for concurrent use.
 type Runtime struct {
 	log        *slog.Logger
 	observer   Observer
 	maxOverlap int
+	replica    string
 	now        func() time.Time
 
-	cancel   context.CancelCauseFunc // cancels the runs' context
-	wake     chan struct{}           // the queue's head changed; capacity 1
-	stop     chan struct{}           // closed by the first Shutdown
-	loopDone chan struct{}           // closed when the scheduler returned
+	// ctx is the runs' context, which Shutdown cancels when it gives up
+	// waiting, and lctx the leased jobs' own calls' (run-now listeners,
+	// announcements), which end at Shutdown. The runtime keeps them, as
+	// no other value does, so that a job added after Start lives as the
+	// others do.
+	ctx        context.Context
+	lctx       context.Context
+	cancel     context.CancelCauseFunc // cancels ctx
+	endListens context.CancelFunc      // cancels lctx
+	wake       chan struct{}           // the queue's head changed; capacity 1
+	stop       chan struct{}           // closed by the first Shutdown
+	loopDone   chan struct{}           // closed when the scheduler returned
 
 	// batch is where dispatch collects the ticks it starts or skips, at
 	// most dispatchChunk at a time. Only the scheduler (and Start, before
@@ -45,44 +59,85 @@ type Runtime struct {
 	work    chan *chunk
 	workers sync.WaitGroup
 
-	mu    sync.Mutex
-	queue queue // jobs waiting for their next tick, by due time
+	mu         sync.Mutex
+	queue      queue                         // jobs waiting for their next tick, by due time
+	initial    []entry                       // Start's jobs, until byName is made
+	byName     map[string]*entry             // every job, by name, once a change needs it (see names)
+	policies   map[interval.Interval]*policy // the policies of the jobs, each shared by its jobs
+	admissions map[string]Admission          // WithAdmission's, by job name, for jobs added later too
+	removing   map[*entry]chan struct{}      // closed when a removed job's last run ended
+	offRuns    map[*entry]int                // runs of E2 to E5 in progress, by job
 
 	// A run that finished needs no lock unless its job is queued again
-	// from its end (AtLeast, AfterFinish): with thousands of runs at once,
-	// the lock was where they queued up. stopped only changes and inflight
-	// only grows under mu; both are read without it.
+	// from its end (AtLeast, AfterFinish) or was removed: with thousands
+	// of runs at once, the lock was where they queued up. stopped only
+	// changes and inflight only grows under mu; both are read without it.
 	stopped  atomic.Bool   // Shutdown was called
 	inflight atomic.Int64  // runs started and not yet finished
 	idle     chan struct{} // closed (once) when stopped and inflight is 0
 	idleOnce sync.Once
 	stopLog  sync.Once // the record that the runtime stopped
 
-	// The leased jobs, and the Pub/Sub subscriptions on which their
-	// run-now requests come (guarded by mu), whose listeners Shutdown
-	// stops and waits for.
-	leased        []*entry
-	subs          []io.Closer
-	listeners     sync.WaitGroup
-	listenersDone chan struct{}      // closed when the listeners ended after Shutdown
-	endListens    context.CancelFunc // ends the listeners' dials and calls
+	// The runs in progress that Remove may have to cancel (see
+	// workers.go): the workers, each on one run at a time, and the runs in
+	// a goroutine of their own.
+	runsMu    sync.Mutex
+	workerSet map[*worker]struct{}
+	aloneRuns map[*runArgs]context.CancelCauseFunc
+
+	// The leased jobs by lease name, and the Pub/Sub subscriptions on
+	// which their run-now requests come, one per client (guarded by mu),
+	// whose listeners Shutdown stops and waits for.
+	leased           map[string]*entry
+	subs             []io.Closer
+	listening        map[any]bool // the clients with a listener
+	watchingSkew     bool
+	listenersRunning int           // the goroutines of the leased jobs' own calls
+	listenersDone    chan struct{} // closed when they ended after Shutdown
 }
 
 // entry is a job and its scheduling state. It is what an idle job costs,
-// with its 16-byte item in the queue, so it is kept small: jobs that share
-// a policy share one copy of it, the due time lives in the queue alone, and
-// the count of active runs is 32 bits.
+// with its 16-byte item in the queue (and, once jobs were added or
+// removed, its place in Runtime.byName), so it is kept small: jobs that share a policy share one copy of it, the
+// due time lives in the queue alone, and the count of active runs shares
+// 32 bits with the job's flags.
+//
+// Replace changes job, every and admit in place, under Runtime.mu: a run
+// reads them from its runArgs, which the tick copied.
 type entry struct {
 	job   Job
 	name  string
 	every *policy    // never nil; shared
-	admit *admission // nil for a job that every tick runs
+	admit *admission // nil for a job whose runs need nothing but Process
 
-	// Guarded by Runtime.mu, but for active, which a run's end lowers
-	// without it.
-	active atomic.Int32 // runs in progress
-	quick  atomic.Bool  // its last run took less than stragglerAfter
-	ticks  uint64       // ticks so far, skipped ones included
+	// state holds the runs in progress that a tick of its schedule
+	// started (under stateRuns) and the flags stateQuick and
+	// stateRemoved. A run's end lowers it without Runtime.mu.
+	state atomic.Int32
+	pos   int32  // its item's index in the queue, -1 if not queued; guarded by Runtime.mu
+	ticks uint64 // ticks so far, skipped ones included; guarded by Runtime.mu
+}
+
+// The parts of entry.state.
+const (
+	stateRuns    = 1<<29 - 1 // the runs in progress
+	stateRemoved = 1 << 29   // Remove took the job out: no tick or run starts any more
+	stateQuick   = 1 << 30   // its last run took less than stragglerAfter
+)
+
+// runs returns how many of e's scheduled runs are in progress.
+func (e *entry) runs() int { return int(e.state.Load() & stateRuns) }
+
+// quick reports whether e's runs go to the workers (see workers.go).
+func (e *entry) quick() bool { return e.state.Load()&stateQuick != 0 }
+
+// setQuick sets or clears e's stateQuick.
+func (e *entry) setQuick(quick bool) {
+	if quick {
+		e.state.Or(stateQuick)
+	} else {
+		e.state.And(^int32(stateQuick))
+	}
 }
 
 // policy is the interval.Interval that jobs share, and the last plan it
@@ -92,10 +147,12 @@ type policy struct {
 	interval.Interval
 
 	// The plan for a tick due at due and handled at now (Unix
-	// nanoseconds), if planned. Guarded by Runtime.mu.
+	// nanoseconds), if planned, and how many jobs have the policy.
+	// Guarded by Runtime.mu.
 	due, now int64
 	plan     interval.Plan
 	planned  bool
+	jobs     int
 }
 
 // planAt returns the plan of a tick due at due and handled at now, from
@@ -108,25 +165,27 @@ func (p *policy) planAt(due int64, now time.Time, nowNs int64) interval.Plan {
 	return p.plan
 }
 
-// admission is a job's admission check and what the runtime keeps about
-// it. Only jobs with one have it, so that an idle job without one costs
-// no more than its entry.
+// admission is what the runtime keeps about a job whose runs need more
+// than Process: an admission check, a lease, a run deadline. Only jobs
+// with one of them have it, so that an idle job without costs no more
+// than its entry.
 type admission struct {
-	check Admission // the caller's own, if any
-	state *jobState // a Leased job's record
-	lease string    // the name of a Leased job's lease, for its log records
-
-	// When the job's next tick is due (Unix nanoseconds), as it was last
-	// queued, and whether it is queued now: a leased job's extra runs
-	// and its announcement need it. Guarded by Runtime.mu.
-	due    int64
-	queued bool
+	check    Admission     // the caller's own, if any
+	state    *jobState     // a Leased job's record
+	lease    string        // the name of a Leased job's lease, for its log records
+	deadline time.Duration // how long a run may take; 0 for no limit
 
 	// The admission failures in a row, and when the first of them began
 	// (Unix nanoseconds), so that an outage is logged once when it begins
 	// and once when it ends. Only runs touch them, without Runtime.mu.
 	failures    atomic.Uint32
 	failedSince atomic.Int64
+}
+
+// waits reports whether a run of the job waits for more than its Process:
+// an admission check, a lease's claim. A nil admission has neither.
+func (ad *admission) waits() bool {
+	return ad != nil && (ad.check != nil || ad.state != nil)
 }
 
 // dispatchChunk is how many due ticks dispatch takes from the queue at a
@@ -143,10 +202,10 @@ const dispatchChunk = 16
 //
 // Start returns an error wrapping [ErrInvalidJob] or [ErrInvalidOption],
 // before any job runs, if a job is nil, has the zero interval or an empty
-// name, panics in its Name, Interval or Lease method, if two jobs have one
-// name or two [Leased] jobs one lease name, if a Leased job has neither a
-// Name method nor a [LeaseConfig.Name], if a lease can't work, or if an
-// option is invalid.
+// name, panics in its Name, Interval, Lease or RunDeadline method, if two
+// jobs have one name or two [Leased] jobs one lease name, if a Leased job
+// has neither a Name method nor a [LeaseConfig.Name], if a lease can't
+// work, or if an option is invalid.
 // The caller must call [Runtime.Shutdown] on the runtime it returns.
 func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	o := defaultOptions()
@@ -158,120 +217,246 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-
-	// One allocation holds every job's entry: an idle job costs its entry
-	// and its place in the queue, nothing more. The queue's order of ties
-	// relies on it (see queue).
-	entries := make([]entry, len(jobs))
-	byName := make(map[string]int, len(jobs))
-	policies := make(map[interval.Interval]*policy)
-	for i, j := range jobs {
-		name, every, err := describe(i, j)
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := byName[name]; dup {
-			return nil, fmt.Errorf("%w: jobs[%d] and jobs[%d] are both named %q", ErrInvalidJob, prev, i, name)
-		}
-		byName[name] = i
-		shared := policies[every]
-		if shared == nil {
-			shared = &policy{Interval: every}
-			policies[every] = shared
-		}
-		e := &entries[i]
-		e.job, e.name, e.every = j, name, shared
-	}
-	for name, admit := range o.admissions {
-		i, ok := byName[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: WithAdmission(%q, ...) names no job", ErrInvalidOption, name)
-		}
-		entries[i].admit = &admission{check: admit}
-	}
 	if o.replica == "" {
 		o.replica = defaultReplica()
 	}
-	var leased []*entry
-	leaseOwner := make(map[string]string) // lease name: job name
-	for i := range entries {
-		e := &entries[i]
-		if l, ok := e.job.(Leased); ok {
-			// The claim comes after a caller's own admission, so that a
-			// run the caller refuses doesn't take the slot.
-			lease, err := leaseOf(e.name, l)
-			if err != nil {
-				return nil, err
-			}
-			if lease.Name, err = leaseName(e.name, l, lease); err != nil {
-				return nil, err
-			}
-			if other, dup := leaseOwner[lease.Name]; dup {
-				// One record can't keep two jobs' slots: one of them
-				// would never run, and a run-now would reach one.
-				return nil, fmt.Errorf("%w: jobs %q and %q both lease %q", ErrInvalidJob, other, e.name, lease.Name)
-			}
-			leaseOwner[lease.Name] = e.name
-			if err := e.every.CheckLease(lease.TTL); err != nil {
-				return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, e.name, err)
-			}
-			state, err := newJobState(e.every.Interval, lease, o.replica, o.now)
-			if err != nil {
-				return nil, err
-			}
-			if e.admit == nil {
-				e.admit = new(admission)
-			}
-			e.admit.state = state
-			e.admit.lease = lease.Name
-			leased = append(leased, e)
-		}
-	}
-
 	ctx, cancel := context.WithCancelCause(context.Background())
+	lctx, endListens := context.WithCancel(ctx)
 	r := &Runtime{
 		log:           o.log.With(slog.String("replica", o.replica)),
 		observer:      o.observer,
 		maxOverlap:    o.maxOverlap,
+		replica:       o.replica,
 		now:           o.now,
+		ctx:           ctx,
+		lctx:          lctx,
 		cancel:        cancel,
+		endListens:    endListens,
 		wake:          make(chan struct{}, 1),
 		stop:          make(chan struct{}),
 		loopDone:      make(chan struct{}),
 		idle:          make(chan struct{}),
 		listenersDone: make(chan struct{}),
-		queue:         make(queue, 0, len(entries)),
+		queue:         make(queue, 0, len(jobs)),
+		policies:      make(map[interval.Interval]*policy),
+		admissions:    o.admissions,
+		removing:      make(map[*entry]chan struct{}),
+		offRuns:       make(map[*entry]int),
+		workerSet:     make(map[*worker]struct{}),
+		aloneRuns:     make(map[*runArgs]context.CancelCauseFunc),
+		leased:        make(map[string]*entry),
+		listening:     make(map[any]bool),
 		batch:         make([]*runArgs, 0, dispatchChunk),
 		work:          make(chan *chunk, workQueue),
-		leased:        leased,
+	}
+	fail := func(err error) (*Runtime, error) {
+		cancel(err)
+		return nil, err
+	}
+	for name := range o.admissions {
+		if !slices.ContainsFunc(jobs, func(j Job) bool { return !typednil.Is(j) && safeName(j) == name }) {
+			return fail(fmt.Errorf("%w: WithAdmission(%q, ...) names no job", ErrInvalidOption, name))
+		}
+	}
+
+	// One allocation holds every job's entry: an idle job costs its entry
+	// and its place in the queue, nothing more. The queue's order of ties
+	// relies on it (see queue).
+	entries := make([]entry, len(jobs))
+	index := make(map[string]int, len(jobs)) // for the error naming two jobs of one name
+	var leased []*entry
+	r.mu.Lock()
+	for i, j := range jobs {
+		e := &entries[i]
+		every, err := r.newEntry(e, func() string { return fmt.Sprintf("jobs[%d]", i) }, j)
+		if err == nil {
+			if prev, dup := index[e.name]; dup {
+				err = fmt.Errorf("%w: jobs[%d] and jobs[%d] are both named %q", ErrInvalidJob, prev, i, e.name)
+			}
+		}
+		if err == nil {
+			index[e.name] = i
+			err = r.register(e, every, false)
+		}
+		if err != nil {
+			r.mu.Unlock()
+			return fail(err)
+		}
+		if e.admit != nil && e.admit.state != nil {
+			leased = append(leased, e)
+		}
 	}
 	now := r.now()
 	// Each policy says once when its jobs' first tick is due.
 	type first struct {
-		due int64
+		due time.Time
 		ok  bool
 	}
-	firsts := make(map[*policy]first, len(policies))
-	for _, p := range policies {
+	firsts := make(map[*policy]first, len(r.policies))
+	for _, p := range r.policies {
 		at, ok := p.First(now)
-		firsts[p] = first{at.UnixNano(), ok}
+		firsts[p] = first{at, ok}
 	}
 	for i := range entries {
 		e := &entries[i]
-		if f := firsts[e.every]; f.ok {
-			r.requeue(e, f.due)
+		switch f := firsts[e.every]; {
+		case !f.ok:
+		case f.due.Equal(now):
+			r.requeue(e, now.UnixNano()) // the startup run, which is not spread
+		default:
+			r.requeue(e, e.due(f.due))
 		}
 	}
+	r.mu.Unlock()
 	if r.log.Enabled(ctx, slog.LevelInfo) {
 		r.logStart(ctx, entries)
 	}
 	r.startWorkers(ctx)
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
+	r.initial = entries
 	if len(leased) > 0 {
-		r.startRecords(ctx, now)
+		r.startRecords(ctx, now, leased, true)
 	}
 	return r, nil
+}
+
+// safeName is JobName, or "" if the job's Name method panics: Start
+// reports that when it checks the job.
+func safeName(j Job) (name string) {
+	defer func() { _ = recover() }()
+	return JobName(j)
+}
+
+// newEntry checks the job j, which errors name by who (called only then),
+// and fills e with it: its job, name and admission, with its lease's
+// record if it is [Leased]. It returns the job's interval, which register
+// gives e a shared policy of. It sends nothing to Redis.
+func (r *Runtime) newEntry(e *entry, who func() string, j Job) (interval.Interval, error) {
+	name, every, err := describe(who, j)
+	if err != nil {
+		return every, err
+	}
+	e.job, e.name, e.pos = j, name, -1
+	if admit := r.admissions[name]; admit != nil {
+		e.admit = &admission{check: admit}
+	}
+	if d, ok := j.(Deadlined); ok {
+		var deadline time.Duration
+		if err := guard(jobCalled(name), "RunDeadline", func() { deadline = d.RunDeadline() }); err != nil {
+			return every, err
+		}
+		if deadline < 0 {
+			return every, fmt.Errorf("%w: job %q: its run deadline %v is negative", ErrInvalidJob, name, deadline)
+		}
+		if deadline > 0 {
+			if e.admit == nil {
+				e.admit = new(admission)
+			}
+			e.admit.deadline = deadline
+		}
+	}
+	if l, ok := j.(Leased); ok {
+		// The claim comes after a caller's own admission, so that a run
+		// the caller refuses doesn't take the slot.
+		lease, err := leaseOf(name, l)
+		if err != nil {
+			return every, err
+		}
+		if lease.Name, err = leaseName(name, l, lease); err != nil {
+			return every, err
+		}
+		if err := every.CheckLease(lease.TTL); err != nil {
+			return every, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, name, err)
+		}
+		state, err := newJobState(every, lease, r.replica, r.now)
+		if err != nil {
+			return every, err
+		}
+		if e.admit == nil {
+			e.admit = new(admission)
+		}
+		e.admit.state = state
+		e.admit.lease = lease.Name
+	}
+	return every, nil
+}
+
+// register makes e, which newEntry filled, one of the runtime's jobs, with
+// a policy of every shared with the jobs that have it; it refuses a lease
+// name that another job has, and, if added (by Add, not Start, which
+// checks its jobs' names itself), a name. It does not queue e. r.mu is
+// held.
+func (r *Runtime) register(e *entry, every interval.Interval, added bool) error {
+	if added {
+		if _, dup := r.names()[e.name]; dup {
+			return fmt.Errorf("%w: two jobs are named %q", ErrInvalidJob, e.name)
+		}
+	}
+	if err := r.checkLease(e, nil); err != nil {
+		return err
+	}
+	e.every = r.policyOf(every)
+	if added {
+		r.byName[e.name] = e
+	}
+	if e.admit != nil && e.admit.state != nil {
+		r.leased[e.admit.lease] = e
+	}
+	return nil
+}
+
+// names returns the runtime's jobs by name, making the map at its first
+// use: a runtime whose jobs never change doesn't pay for it. r.mu is held.
+func (r *Runtime) names() map[string]*entry {
+	if r.byName == nil {
+		r.byName = make(map[string]*entry, len(r.initial))
+		for i := range r.initial {
+			r.byName[r.initial[i].name] = &r.initial[i]
+		}
+		r.initial = nil
+	}
+	return r.byName
+}
+
+// checkLease refuses e's lease if another job than old (nil for none)
+// leases it: one record can't keep two jobs' slots, one of them would
+// never run, and a run-now would reach one. r.mu is held.
+func (r *Runtime) checkLease(e, old *entry) error {
+	if e.admit == nil || e.admit.state == nil {
+		return nil
+	}
+	if other := r.leased[e.admit.lease]; other != nil && other != old {
+		return fmt.Errorf("%w: jobs %q and %q both lease %q", ErrInvalidJob, other.name, e.name, e.admit.lease)
+	}
+	return nil
+}
+
+// policyOf returns the shared policy of every, counting one job more on
+// it. r.mu is held.
+func (r *Runtime) policyOf(every interval.Interval) *policy {
+	p := r.policies[every]
+	if p == nil {
+		p = &policy{Interval: every}
+		r.policies[every] = p
+	}
+	p.jobs++
+	return p
+}
+
+// release counts one job less on p, and forgets p when no job has it.
+// r.mu is held.
+func (r *Runtime) release(p *policy) {
+	if p.jobs--; p.jobs == 0 {
+		delete(r.policies, p.Interval)
+	}
+}
+
+// due returns when e's tick for the slot of its schedule that starts at
+// start is due: start, or later for a job whose interval spreads its
+// runs (interval.Interval.WithSpread).
+func (e *entry) due(start time.Time) int64 {
+	return e.every.Due(e.name, start).UnixNano()
 }
 
 // logStart logs the runtime's start, with its jobs' names.
@@ -353,14 +538,14 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 		}
 		if a.noMore {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
-				slog.String("job", a.tick.Job), slog.String("interval", a.e.every.String()))
+				slog.String("job", a.tick.Job), slog.String("interval", a.every.String()))
 		}
 		if a.skip != "" {
 			r.skipped(ctx, &a.tick, a.skip)
 			putRun(a)
 			continue
 		}
-		if !a.e.quick.Load() {
+		if !a.e.quick() {
 			r.alone(ctx, a)
 			continue
 		}
@@ -383,23 +568,19 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 // now, and queues the job's next tick if it is known already. r.mu is held.
 func (r *Runtime) tick(it item, now time.Time, nowNs int64) *runArgs {
 	e := it.e
-	if e.admit != nil {
-		e.admit.queued = false
-	}
 	e.ticks++
 	p := e.every.planAt(it.due, now, nowNs)
 	a := getRun()
-	a.e, a.atFinish = e, p.AtFinish
+	a.e, a.job, a.every, a.admit, a.atFinish = e, e.job, e.every, e.admit, p.AtFinish
 	a.tick = Tick{Scheduled: p.Scheduled, Slot: p.Slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1}
-	if p.HasNext {
-		a.next = p.Next
-	}
 	if p.Late {
 		a.late = time.Duration(nowNs - it.due)
 	}
 	switch {
 	case p.HasNext:
-		r.requeue(e, p.Next.UnixNano())
+		due := e.due(p.Next)
+		a.next = time.Unix(0, due)
+		r.requeue(e, due)
 	case !p.AtFinish:
 		a.noMore = true
 	}
@@ -408,23 +589,43 @@ func (r *Runtime) tick(it item, now time.Time, nowNs int64) *runArgs {
 	if p.Overlap {
 		limit, reason = r.maxOverlap, ReasonTooManyRuns
 	}
-	if int(e.active.Load()) >= limit {
-		// A job queued only at a run's finish never gets here.
+	if e.runs() >= limit {
+		// A job queued only at a run's finish gets here only after
+		// Replace queued it while its run went on.
 		a.skip = reason
 		return a
 	}
-	e.active.Add(1)
+	e.state.Add(1)
 	r.inflight.Add(1)
 	return a
 }
 
-// requeue queues e for a tick at due (Unix nanoseconds), and reports
-// whether it is due first. r.mu is held.
+// requeue queues e for a tick at due (Unix nanoseconds), or moves its tick
+// there if it is queued, and reports whether it is due first. r.mu is
+// held.
 func (r *Runtime) requeue(e *entry, due int64) bool {
-	if e.admit != nil {
-		e.admit.due, e.admit.queued = due, true
+	if e.pos >= 0 {
+		return r.queue.fix(int(e.pos), item{due, e}) == 0
 	}
 	return r.queue.push(due, e) == 0
+}
+
+// nextDue returns when e's next tick is due, if it is queued. r.mu is
+// held.
+func (r *Runtime) nextDue(e *entry) (time.Time, bool) {
+	if e.pos < 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, r.queue[e.pos].due), true
+}
+
+// wakeUp wakes the scheduler, which sleeps until a later tick, for one
+// queued first.
+func (r *Runtime) wakeUp() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
 }
 
 // finished records the end of a run of e that started at start and ended at
@@ -433,8 +634,10 @@ func (r *Runtime) requeue(e *entry, due int64) bool {
 func (r *Runtime) finished(e *entry, start, end time.Time, atFinish bool) {
 	if atFinish {
 		r.requeueAfter(e, start, end)
-	} else {
-		e.active.Add(-1)
+	} else if e.state.Add(-1)&stateRemoved != 0 {
+		r.mu.Lock()
+		r.runEnded(e)
+		r.mu.Unlock()
 	}
 	// Shutdown sets stopped before it reads inflight, and this lowers
 	// inflight before it reads stopped, so one of the two sees the last
@@ -445,12 +648,16 @@ func (r *Runtime) finished(e *entry, start, end time.Time, atFinish bool) {
 }
 
 // requeueAfter queues e's next tick after a run that started at start and
-// ended at end, unless the runtime is stopping.
+// ended at end, unless the runtime is stopping, the job was removed, or
+// Replace queued it meanwhile.
 func (r *Runtime) requeueAfter(e *entry, start, end time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e.active.Add(-1)
-	if r.stopped.Load() {
+	if e.state.Add(-1)&stateRemoved != 0 {
+		r.runEnded(e)
+		return
+	}
+	if r.stopped.Load() || e.pos >= 0 {
 		return
 	}
 	next, ok := e.every.Next(start, end)
@@ -458,10 +665,18 @@ func (r *Runtime) requeueAfter(e *entry, start, end time.Time) {
 		return
 	}
 	if r.requeue(e, next.UnixNano()) {
-		// The scheduler sleeps until a later tick: wake it for this one.
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		r.wakeUp()
+	}
+}
+
+// listenerEnded counts the end of one of the goroutines of the leased
+// jobs' own calls (a listener, a start's announcements, the clock check),
+// which began under r.mu while the runtime was not stopped, and closes
+// listenersDone after the last once Shutdown was called.
+func (r *Runtime) listenerEnded() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.listenersRunning--; r.listenersRunning == 0 && r.stopped.Load() {
+		close(r.listenersDone)
 	}
 }

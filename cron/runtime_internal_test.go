@@ -90,6 +90,7 @@ func TestSharedPolicies(t *testing.T) {
 			}
 		})
 
+		synctest.Wait() // the startup runs that take no time queued their jobs again
 		r.mu.Lock()
 		policies := make(map[*policy]int)
 		for _, it := range r.queue {

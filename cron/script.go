@@ -274,18 +274,51 @@ return request() or {3, 0, '', sid} -- R7`)
 // has recorded it lost (C1 is not applied here: the run is this script's
 // own). Reply: {0} if the run no longer holds the run lease, else {1,
 // state of its slot ("" for a requested run), 1 if a request waits}.
+//
+// It also keeps the job's history (PROTOCOL.md, the record): KEYS[2], a
+// list of the last ARGV[8] runs, newest first, to which it adds the run
+// that ended (ARGV[9]: when it was due, in ms of its replica's clock), and
+// first the run that a claim recorded lost since the last completion, if
+// any; the list lives as long as the record. ARGV[10] is the job's
+// schedule, as the replica states it.
 var completeScript = redisscript.New(recordPrelude + `
 if get('run') ~= ARGV[1] then
 	return {0}
 end
+local H, keepRuns = KEYS[2], tonumber(ARGV[8])
+local function push(e)
+	redis.call('LPUSH', H, cjson.encode(e))
+	hset('hist.start', e.start)
+end
+-- A run that C1 recorded lost since the last completion enters the history
+-- before this one: it is in last, and not the history's newest.
+local prev = redis.call('HMGET', R, 'last.outcome', 'last.start', 'last.end', 'last.slot', 'last.by', 'last.why', 'last.try', 'fail.error', 'hist.start')
+if prev[1] == 'lost' and prev[2] and prev[2] ~= prev[9] then
+	push({slot = prev[4], by = prev[5], why = prev[6], try = prev[7], due = '', start = prev[2],
+		['end'] = prev[3], outcome = 'lost', error = prev[8] or ''})
+end
+local ran = {slot = get('run.slot'), by = get('run.by'), why = get('run.why'), try = get('run.try'),
+	due = ARGV[9], start = get('run.since'), ['end'] = tostring(now), outcome = ARGV[2], error = ARGV[3]}
 local state = finish(ARGV[2], now, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
+push(ran)
+redis.call('LTRIM', H, 0, keepRuns - 1)
+if ARGV[2] == 'ok' then
+	hset('good', now)
+end
+hset('every', ARGV[10])
 setnext(ARGV[7])
 keep(tonumber(ARGV[6]))
+redis.call('PEXPIRE', H, redis.call('PTTL', R))
 local want = 0
 if get('want') then
 	want = 1
 end
 return {1, state or '', want}`)
+
+// statusScript reads a job's record, KEYS[1], and its history, KEYS[2], in
+// one round trip: {the record's fields and values, the history}.
+var statusScript = redisscript.New(`
+return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}`)
 
 // heartbeatScript is R11: it extends the run lease of the run whose token
 // is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.

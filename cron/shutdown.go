@@ -31,6 +31,9 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	first := !r.stopped.Load()
 	if first {
 		r.stopped.Store(true)
+		for _, it := range r.queue {
+			it.e.pos = -1
+		}
 		clear(r.queue)
 		r.queue = nil
 		if r.inflight.Load() == 0 {
@@ -38,13 +41,8 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		}
 		close(r.stop)
 		r.stopRecords()
-		if len(r.leased) == 0 {
-			close(r.listenersDone) // it never had any
-		} else {
-			go func() {
-				r.listeners.Wait()
-				close(r.listenersDone)
-			}()
+		if r.listenersRunning == 0 {
+			close(r.listenersDone) // else the last to end closes it
 		}
 	}
 	r.mu.Unlock()

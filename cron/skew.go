@@ -16,22 +16,25 @@ import (
 // maxSkew is the clock skew above which the runtime warns: a second, or a
 // twelfth of its shortest leased interval if that is shorter, the margin
 // by which a duration policy's lease runs out before the next interval.
-func (r *Runtime) maxSkew() time.Duration {
+// It also returns the client of a leased job to measure it by, or false
+// if the runtime has no leased job now. r.mu is held.
+func (r *Runtime) maxSkew() (time.Duration, redisscript.Client, bool) {
 	limit := time.Second
+	var c redisscript.Client
 	for _, e := range r.leased {
 		limit = min(limit, e.admit.state.base/12)
+		if c == nil {
+			c = e.admit.state.c
+		}
 	}
-	return limit
+	return limit, c, c != nil
 }
 
 // watchSkew compares the runtime's clock with Redis's at start and every
-// SkewCheckEvery, through the first leased job's client, until Shutdown:
-// it logs a warning when they disagree by more than maxSkew, and tells the
-// observer.
+// SkewCheckEvery, through a leased job's client, until Shutdown: it logs a
+// warning when they disagree by more than maxSkew, and tells the observer.
 func (r *Runtime) watchSkew(ctx context.Context) {
-	defer r.listeners.Done()
-	c := r.leased[0].admit.state.c
-	limit := r.maxSkew()
+	defer r.listenerEnded()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -39,6 +42,13 @@ func (r *Runtime) watchSkew(ctx context.Context) {
 		case <-timer.C:
 		case <-r.stop:
 			return
+		}
+		r.mu.Lock()
+		limit, c, ok := r.maxSkew()
+		r.mu.Unlock()
+		if !ok {
+			timer.Reset(SkewCheckEvery) // every leased job was removed
+			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, helloTimeout)
 		skew, err := measureSkew(cctx, c, r.now)

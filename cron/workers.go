@@ -91,26 +91,47 @@ func putRun(a *runArgs) {
 	runs.Put(a)
 }
 
-// alone runs a in a goroutine of its own.
+// alone runs a in a goroutine of its own, under a context of its own that
+// Remove can cancel.
 func (r *Runtime) alone(ctx context.Context, a *runArgs) {
 	a.alone = true
 	r.workers.Add(1)
 	go func() {
 		defer r.workers.Done()
+		ctx, cancel := context.WithCancelCause(ctx)
+		r.runsMu.Lock()
+		r.aloneRuns[a] = cancel
+		r.runsMu.Unlock()
+		returned := false
+		defer func() {
+			r.runsMu.Lock()
+			delete(r.aloneRuns, a)
+			r.runsMu.Unlock()
+			cancel(nil)
+			if returned { // else the job called runtime.Goexit: a is dropped
+				putRun(a)
+			}
+		}()
 		r.run(ctx, a)
-		putRun(a)
+		returned = true
 	}()
 }
 
-// worker is one worker goroutine's state, which its straggler timer reads.
+// worker is one worker goroutine's state, which its straggler timer and
+// Remove read.
 type worker struct {
 	timer *time.Timer // fires stragglerAfter into a chunk
-
-	running atomic.Pointer[entry] // the job whose run is in progress
 
 	mu       sync.Mutex
 	chunk    *chunk // the chunk in progress, nil between chunks
 	replaced bool   // another goroutine took the rest of chunk, and its place
+	// The job whose run is in progress, or was last, and the runs'
+	// context, which Remove cancels when it gives up waiting for that
+	// run: the next run gets a new one.
+	running   *entry
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	cancelled bool
 }
 
 // startWorkers starts the runtime's workers.
@@ -138,8 +159,18 @@ func (r *Runtime) hand(ctx context.Context, c *chunk) {
 // another goroutine replaced it (see stragglerAfter).
 func (r *Runtime) worker(ctx context.Context, c *chunk, stay bool) {
 	w := new(worker)
+	w.ctx, w.cancel = context.WithCancelCause(ctx)
+	r.runsMu.Lock()
+	r.workerSet[w] = struct{}{}
+	r.runsMu.Unlock()
 	returned := false
 	defer func() {
+		r.runsMu.Lock()
+		delete(r.workerSet, w)
+		r.runsMu.Unlock()
+		w.mu.Lock()
+		w.cancel(nil)
+		w.mu.Unlock()
 		if !returned {
 			// A job called runtime.Goexit, which ends this goroutine:
 			// what it held goes on without it.
@@ -175,13 +206,20 @@ func (r *Runtime) runChunk(ctx context.Context, w *worker, c *chunk, stay bool) 
 		w.timer.Reset(stragglerAfter)
 	}
 	for a := c.claim(); a != nil; a = c.claim() {
-		w.running.Store(a.e)
-		r.run(ctx, a)
+		w.mu.Lock()
+		w.running = a.e
+		if w.cancelled {
+			w.ctx, w.cancel = context.WithCancelCause(ctx)
+			w.cancelled = false
+		}
+		rctx := w.ctx
+		w.mu.Unlock()
+		r.run(rctx, a)
 		putRun(a)
 	}
-	w.running.Store(nil)
 	w.timer.Stop()
 	w.mu.Lock()
+	w.running = nil
 	w.chunk = nil
 	replaced := w.replaced
 	w.mu.Unlock()
@@ -198,10 +236,10 @@ func (r *Runtime) straggling(ctx context.Context, w *worker, stay bool) {
 	if c == nil || w.replaced {
 		return // the chunk was done in time
 	}
-	if e := w.running.Load(); e != nil {
+	if e := w.running; e != nil {
 		// Most likely the run that holds the chunk up: its job's next
 		// runs get a goroutine of their own.
-		e.quick.Store(false)
+		e.setQuick(false)
 	}
 	w.replaced = true
 	c.refs.Add(1)

@@ -50,6 +50,16 @@ type replica struct {
 	offset atomic.Int64 // what its clock reads ahead of the bubble's
 	cur    *incarnation // nil while it is down
 	start  *time.Timer  // a start that WithStartDelays put off
+
+	// What Add and Remove did to its jobs, in order, which a start
+	// applies to New's jobs. Guarded by Cluster.mu.
+	changes []change
+}
+
+// change is an Add (build) or a Remove (name) of one replica's job.
+type change struct {
+	build  func(rdb *redis.Client) cron.Job
+	remove string
 }
 
 // incarnation is one runtime of a replica, from its start to its kill or
@@ -216,14 +226,20 @@ func (c *Cluster) start(r *replica) error {
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
 	inc.client.AddHook(faults{c: c, inc: inc})
+	c.mu.Lock()
+	changes := slices.Clone(r.changes)
+	c.mu.Unlock()
 	jobs := c.jobs(inc.client)
+	for _, ch := range changes {
+		if ch.build != nil {
+			jobs = append(jobs, ch.build(inc.client))
+		} else {
+			jobs = slices.DeleteFunc(jobs, func(j cron.Job) bool { return cron.JobName(j) == ch.remove })
+		}
+	}
 	c.mu.Lock()
 	for _, j := range jobs {
-		if name := cron.JobName(j); name != "" {
-			if _, ok := c.jobIndex[name]; !ok {
-				c.jobIndex[name] = j
-			}
-		}
+		c.index(j)
 	}
 	c.mu.Unlock()
 	clock := func() time.Time { return time.Now().Add(time.Duration(r.offset.Load())) }
@@ -257,6 +273,76 @@ func (c *Cluster) start(r *replica) error {
 		halt(rt)
 	}
 	return nil
+}
+
+// index notes j as the first copy of its name, for the assertions. c.mu is
+// held.
+func (c *Cluster) index(j cron.Job) {
+	if name := cron.JobName(j); name != "" {
+		if _, ok := c.jobIndex[name]; !ok {
+			c.jobIndex[name] = j
+		}
+	}
+}
+
+// Add adds the job that job builds, called with each replica's own Redis
+// client, to the running replicas listed (every replica if none is), with
+// cron.Runtime.Add, and to what they start with from then on: a
+// Restart keeps it, and a replica that is down or not started yet gets it
+// when it starts. Adding a leased job to some replicas and later to the
+// others is a rolling deploy of it. Add fails the test if a runtime
+// refuses the job.
+func (c *Cluster) Add(job func(rdb *redis.Client) cron.Job, replicas ...int) {
+	c.tb.Helper()
+	for _, r := range c.pick(replicas) {
+		c.mu.Lock()
+		r.changes = append(r.changes, change{build: job})
+		inc := r.cur
+		c.mu.Unlock()
+		if inc == nil || inc.rt == nil {
+			continue // its start adds it
+		}
+		j := job(inc.client)
+		c.mu.Lock()
+		c.index(j)
+		c.mu.Unlock()
+		if err := inc.rt.Add(j); err != nil && !errors.Is(err, cron.ErrShutdown) {
+			c.tb.Fatalf("crontest: adding %q to replica %d: %v", cron.JobName(j), r.index, err)
+		}
+	}
+}
+
+// Remove removes the job named name from the running replicas listed
+// (every replica if none is), with cron.Runtime.Remove, which waits for
+// its runs in progress there, and from what they start with from then on.
+// Remove fails the test if a running replica has no such job.
+func (c *Cluster) Remove(name string, replicas ...int) {
+	c.tb.Helper()
+	for _, r := range c.pick(replicas) {
+		c.mu.Lock()
+		r.changes = append(r.changes, change{remove: name})
+		inc := r.cur
+		c.mu.Unlock()
+		if inc == nil || inc.rt == nil {
+			continue
+		}
+		if err := inc.rt.Remove(context.Background(), name); err != nil && !errors.Is(err, cron.ErrShutdown) {
+			c.tb.Fatalf("crontest: removing %q from replica %d: %v", name, r.index, err)
+		}
+	}
+}
+
+// pick returns the replicas listed, or every replica if none is.
+func (c *Cluster) pick(indices []int) []*replica {
+	c.tb.Helper()
+	if len(indices) == 0 {
+		return c.replicas
+	}
+	out := make([]*replica, len(indices))
+	for i, n := range indices {
+		out[i] = c.replica(n)
+	}
+	return out
 }
 
 func (c *Cluster) runStarted(replica int, inc *incarnation, t cron.Tick) {

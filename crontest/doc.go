@@ -38,6 +38,15 @@
 // while, as an unreachable server does. [Cluster.StepClock] steps one
 // replica's clock, as an NTP correction or a suspended machine does.
 //
+// # Jobs that change
+//
+// [Cluster.Add] adds a job to some replicas or to all, as
+// cron.Runtime.Add does in a service that reads its jobs from a database,
+// and [Cluster.Remove] removes one: adding a leased job to one replica and
+// later to the others is a rolling deploy of it, and the assertions check
+// that its slots still run once each. A restarted replica keeps what was
+// added to it and removed from it.
+//
 // # Runs and assertions
 //
 // The cluster records every run of every replica through cron.Observer:

@@ -42,6 +42,14 @@
 // the job's own, as in the Rust crate's pattern. The lease of a slot ends where
 // [Slot.LeaseEnd] says, however late it was taken.
 //
+// # Spread
+//
+// Jobs that share a spec start together at each of its slots. An Interval
+// [Interval.WithSpread] starts each job's run at an offset of its own into
+// the slot, derived from the job's name ([Interval.Due]), the same on every
+// replica, so that ten thousand hourly jobs don't all start at :00. The run
+// still belongs to its slot.
+//
 // # Cron specs
 //
 // A spec is read by github.com/robfig/cron/v3's parser: five fields (minute,
@@ -65,6 +73,10 @@
 //
 // The key of a slot of a zoned spec is its wall date and time with the zone,
 // so every replica names it alike.
+//
+// [Cron] parses a spec's text once while an Interval of it is in use: jobs
+// that read their specs one by one from configuration share the parsed
+// policies of equal texts, as jobs of one package-level Interval do.
 //
 // "@every d" differs from robfig/cron's: its slots lie on a grid of
 // multiples of d since the Unix epoch (1970-01-01T00:00:00Z), not d apart

@@ -113,3 +113,20 @@ func ExampleInterval_LatestSlot() {
 	fmt.Println(slot.Start.Format("15:04"), ok)
 	// Output: 15:00 true
 }
+
+// This example spreads the runs of jobs that share a spec over the first
+// half hour of each slot: each job's offset comes from its name, the same
+// on every replica and in every slot.
+func ExampleInterval_WithSpread() {
+	nightly := interval.MustCron("0 2 * * *").WithSpread(30 * time.Minute)
+	slot := time.Date(2026, time.March, 2, 2, 0, 0, 0, time.UTC)
+	for _, job := range []string{"export:tenant-7", "export:tenant-42", "export:tenant-99"} {
+		fmt.Println(job, nightly.Due(job, slot).Format("15:04:05.000"))
+	}
+	fmt.Println(nightly)
+	// Output:
+	// export:tenant-7 02:21:31.601
+	// export:tenant-42 02:28:12.679
+	// export:tenant-99 02:08:41.515
+	// cron "0 2 * * *", spread 30m0s
+}

@@ -12,9 +12,9 @@ import (
 // keep it in a package-level variable freely. The zero Interval is no policy;
 // [Interval.IsZero] reports it, and package cron refuses a job that has it.
 //
-// Intervals can be compared with ==, but two Cron intervals are equal only
-// when they are copies of one value; compare [Interval.String] to compare
-// what they say.
+// Intervals can be compared with ==. Two Cron intervals of one spec text
+// are equal, since [Cron] shares a parsed spec by its text; two specs that
+// say the same in other words ("@hourly", "0 * * * *") are not.
 type Interval struct {
 	p         policy
 	noStartup bool

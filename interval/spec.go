@@ -54,7 +54,14 @@ func (e *SpecError) Unwrap() error {
 // Cron returns a *[SpecError] if the spec does not parse, names an unknown
 // time zone, matches no date (such as "0 0 30 2 *"), or is an "@every" whose
 // period is under a second or over ten years. It never panics.
+//
+// Specs are shared by their text: Cron parses a spec once while any
+// Interval made from it is in use, and every Cron of the same text returns
+// an equal Interval, however many jobs read it from configuration.
 func Cron(spec string) (Interval, error) {
+	if p := specs.lookup(spec); p != nil {
+		return Interval{p: p}, nil
+	}
 	p, err := parse(spec)
 	if err != nil {
 		return Interval{}, &SpecError{Spec: spec, Err: err}
@@ -62,7 +69,7 @@ func Cron(spec string) (Interval, error) {
 	if _, ok := p.nextSlot(reference); !ok {
 		return Interval{}, &SpecError{Spec: spec, Err: errNoSlot}
 	}
-	return Interval{p: p}, nil
+	return Interval{p: specs.keep(spec, p)}, nil
 }
 
 // MustCron is like [Cron] but panics if the spec is invalid. It is meant for
@@ -112,7 +119,9 @@ func parse(spec string) (p slotPolicy, err error) {
 	if !ok {
 		return nil, fmt.Errorf("unexpected schedule %T", sched)
 	}
-	c := &cronSpec{spec: spec}
+	// A copy: the spec may be a slice of a larger text (a line of a
+	// file), which the policy must not keep alive.
+	c := &cronSpec{spec: strings.Clone(spec)}
 	if zoned {
 		c.zone = fields.Location
 	}

@@ -5,7 +5,7 @@ package cronresult
 // Result is what one run of cronbench prints, as JSON.
 type Result struct {
 	Lib  string  `json:"lib"`
-	Mode string  `json:"mode"` // "second", "idle" or "burst"
+	Mode string  `json:"mode"` // "second", "idle", "burst", "churn" or "leased"
 	Jobs int     `json:"jobs"`
 	For  float64 `json:"for_s"`
 	// Due is how many of the jobs are due at each burst (mode burst).
@@ -45,4 +45,27 @@ type Result struct {
 	Dropped int64 `json:"dropped"`
 	// StopS is how long stopping the scheduler took.
 	StopS float64 `json:"stop_s"`
+
+	// Mode churn: how many jobs were added, then removed, one at a time,
+	// the mean time of each, and the heap per job after each step
+	// (HeapInusePerJob is the one after the start). ParseEach says that
+	// each job's spec was parsed for it, as a job read from a database
+	// is, rather than shared as one package-level Interval.
+	Changed               int     `json:"changed,omitempty"`
+	ParseEach             bool    `json:"parse_each,omitempty"`
+	AddUS                 float64 `json:"add_us,omitempty"`
+	RemoveUS              float64 `json:"remove_us,omitempty"`
+	HeapAfterAddPerJob    float64 `json:"heap_after_add_per_job,omitempty"`
+	HeapAfterRemovePerJob float64 `json:"heap_after_remove_per_job,omitempty"`
+
+	// Mode leased: the spread of the jobs' starts over each slot, in
+	// seconds (0: none), and what redis-server used meanwhile: its CPU
+	// time over the window, and the most it used in any second, as a
+	// share of one core; and how many ticks were skipped.
+	SpreadS        float64          `json:"spread_s,omitempty"`
+	RedisCPUS      float64          `json:"redis_cpu_s,omitempty"`
+	RedisPeakCPU   float64          `json:"redis_peak_cpu,omitempty"`
+	Skipped        int64            `json:"skipped,omitempty"`
+	SkipReasons    map[string]int64 `json:"skip_reasons,omitempty"`
+	LeasedRunsPerS float64          `json:"leased_runs_per_s,omitempty"`
 }

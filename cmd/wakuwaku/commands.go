@@ -92,7 +92,10 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, rest []string, asJS
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Job), slot, replica, outcome, took, running, paused, next, failure)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil || len(rest) != 1 {
+		return err
+	}
+	return printHistory(t.out, jobs[0])
 }
 
 // failureWidth is how many characters of the last failure's error the

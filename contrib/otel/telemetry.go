@@ -18,7 +18,7 @@
 // (github.com/wakuwaku-go/wakuwaku/contrib/prometheus), named and measured
 // as OpenTelemetry expects:
 //
-//	wakuwaku.cron.runs                   counter, {run}: runs that finished; wakuwaku.job, wakuwaku.outcome (success, error, panic)
+//	wakuwaku.cron.runs                   counter, {run}: runs that finished; wakuwaku.job, wakuwaku.outcome (success, error, panic, timeout)
 //	wakuwaku.cron.run.duration           histogram, s: how long Process took; wakuwaku.job
 //	wakuwaku.cron.schedule.lag           histogram, s: a scheduled run's start minus when it was due; wakuwaku.job
 //	wakuwaku.cron.skipped                counter, {tick}: ticks that did not run; wakuwaku.job, wakuwaku.reason
@@ -68,10 +68,11 @@
 // running). A job that takes a lock itself, on a Db with the hook, is
 // counted.
 //
-// A job's counters of runs (one per outcome) and of admission errors, and
-// its active runs, have data points at 0 from its first tick on the
-// replica, run or skipped, so that a job that never succeeded has a success
-// count that stays at 0. Every other data point appears with its first
+// A job's counters of runs (one per outcome but timeout, which only a job
+// with a run deadline has) and of admission errors, and its active runs,
+// have data points at 0 from its first tick on the replica, run or
+// skipped, so that a job that never succeeded has a success count that
+// stays at 0. Every other data point appears with its first
 // event, since it has no value before: a job that never succeeded has no
 // last success, a replica without leased jobs no clock skew.
 //
@@ -82,9 +83,10 @@
 // Process took. It carries wakuwaku.job, wakuwaku.run, wakuwaku.slot,
 // wakuwaku.replica, wakuwaku.trigger, wakuwaku.attempt and, at its end,
 // wakuwaku.outcome; a run that failed has status Error and its error as an
-// exception event, with the stack of a panic. A run's span is a root span:
-// the observer has no context to hand the job, so the spans a job starts in
-// Process are not its children.
+// exception event, with the stack of a panic. The context Process gets
+// carries the run's span ([cron.Observer.RunContext]), so the spans the job
+// starts from it are the run's children, and a trace shows what the run
+// did.
 package otel
 
 import (
@@ -235,7 +237,7 @@ func New(replica string, opts ...Option) (*Telemetry, error) {
 	var err, e error
 	add := func(e error) { err = errors.Join(err, e) }
 	t.runs, e = meter.Int64Counter("wakuwaku.cron.runs", metric.WithUnit("{run}"),
-		metric.WithDescription("Runs of a cron job that finished, by outcome: success, error or panic."))
+		metric.WithDescription("Runs of a cron job that finished, by outcome: success, error, panic or timeout."))
 	add(e)
 	t.runDuration, e = meter.Float64Histogram("wakuwaku.cron.run.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long a cron job's runs took."), metric.WithExplicitBucketBoundaries(runBuckets...))
@@ -279,7 +281,8 @@ func New(replica string, opts ...Option) (*Telemetry, error) {
 //	cron.WithObserver(tel.Observer(mine, promMetrics.Observer()))
 //
 // Runs count when they finish, by outcome: a nil error is success, a
-// *cron.PanicError (errors.As) is panic, any other error is error. A run's
+// *cron.PanicError (errors.As) is panic, an error that is
+// cron.ErrRunDeadline (errors.Is) is timeout, any other error is error. A run's
 // schedule lag is its Tick.Started minus its Tick.Scheduled, both read from
 // the runtime's clock (so a [cron.WithClock] clock is honoured): how late
 // the runtime began the run, before any admission or lease claim. It is
@@ -298,6 +301,15 @@ func (t *Telemetry) Observer(also ...cron.Observer) cron.Observer {
 					o.RunStarted(tick)
 				}
 			}
+		},
+		RunContext: func(ctx context.Context, tick cron.Tick) context.Context {
+			ctx = t.runContext(ctx, tick)
+			for _, o := range also {
+				if o.RunContext != nil {
+					ctx = o.RunContext(ctx, tick)
+				}
+			}
+			return ctx
 		},
 		RunFinished: func(tick cron.Tick, err error, took time.Duration) {
 			t.runFinished(tick, err, took)
@@ -371,6 +383,18 @@ func (t *Telemetry) runStarted(tick cron.Tick) {
 	t.mu.Unlock()
 }
 
+// runContext returns ctx with the span of the run of tick, which
+// runStarted started, as its current span.
+func (t *Telemetry) runContext(ctx context.Context, tick cron.Tick) context.Context {
+	t.mu.Lock()
+	span, ok := t.spans[keyOf(tick)]
+	t.mu.Unlock()
+	if !ok {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, span)
+}
+
 func (t *Telemetry) runFinished(tick cron.Tick, err error, took time.Duration) {
 	ctx := context.Background()
 	t.seen(ctx, tick.Job)
@@ -421,6 +445,8 @@ func outcomeOf(err error) string {
 		return "success"
 	case errors.As(err, &p):
 		return "panic"
+	case errors.Is(err, cron.ErrRunDeadline):
+		return "timeout"
 	}
 	return "error"
 }

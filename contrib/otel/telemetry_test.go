@@ -26,9 +26,10 @@ import (
 // rig is a Telemetry over an SDK meter provider with a manual reader and an
 // SDK tracer provider with a span recorder, to read back what it recorded.
 type rig struct {
-	tel    *wotel.Telemetry
-	reader *sdkmetric.ManualReader
-	spans  *tracetest.SpanRecorder
+	tel     *wotel.Telemetry
+	reader  *sdkmetric.ManualReader
+	spans   *tracetest.SpanRecorder
+	tracers *sdktrace.TracerProvider
 }
 
 func newRig(t *testing.T) *rig {
@@ -44,7 +45,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatalf("New() = %v", err)
 	}
-	r.tel = tel
+	r.tel, r.tracers = tel, tp
 	return r
 }
 

@@ -16,7 +16,7 @@
 //
 // # Metrics
 //
-//	wakuwaku_cron_runs_total{cron_job,outcome}            counter: runs that finished; outcome success, error or panic
+//	wakuwaku_cron_runs_total{cron_job,outcome}            counter: runs that finished; outcome success, error, panic or timeout
 //	wakuwaku_cron_run_duration_seconds{cron_job}          histogram: how long Process took
 //	wakuwaku_cron_schedule_lag_seconds{cron_job}          histogram: a scheduled run's start minus when it was due
 //	wakuwaku_cron_skipped_total{cron_job,reason}          counter: ticks that did not run, by the runtime's reason
@@ -68,10 +68,11 @@
 // cron metrics instead (runs, and ticks skipped as lease_held or running).
 // A job that takes a lock itself, on a Db with the hook, is counted.
 //
-// A job's counters of runs (one per outcome) and of admission errors, and
-// its runs in progress, appear at 0 with its first tick on the replica, run
-// or skipped, so that increase() and rate() see a job's first run and a
-// job that never succeeded has a success counter that stays at 0. Every
+// A job's counters of runs (one per outcome but timeout, which only a job
+// with a run deadline has) and of admission errors, and its runs in
+// progress, appear at 0 with its first tick on the replica, run or
+// skipped, so that increase() and rate() see a job's first run and a job
+// that never succeeded has a success counter that stays at 0. Every
 // other series appears with its first event, since it has no value
 // before: a job that never succeeded has no last-success series, a replica
 // without leased jobs, which never measures its clock, no clock-skew
@@ -111,6 +112,7 @@ const (
 	outcomeSuccess = "success"
 	outcomeError   = "error"
 	outcomePanic   = "panic"
+	outcomeTimeout = "timeout" // past its deadline (cron.ErrRunDeadline)
 )
 
 // Metrics is a prometheus.Collector of the metrics of cron runtimes and
@@ -141,7 +143,7 @@ func New() *Metrics {
 	return &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wakuwaku_cron_runs_total",
-			Help: "Runs of a cron job that finished, by outcome: success, error or panic.",
+			Help: "Runs of a cron job that finished, by outcome: success, error, panic or timeout.",
 		}, []string{"cron_job", "outcome"}),
 		runDuration: histogram("wakuwaku_cron_run_duration_seconds",
 			"How long a cron job's runs took, in seconds.", runBuckets, job),
@@ -223,7 +225,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // their names, and the clock skew is the last one measured.
 //
 // Runs count when they finish, by outcome: a nil error is success, a
-// *cron.PanicError (errors.As) is panic, any other error is error. A run's
+// *cron.PanicError (errors.As) is panic, an error that is
+// cron.ErrRunDeadline (errors.Is) is timeout, any other error is error. A run's
 // schedule lag is its Tick.Started minus its Tick.Scheduled, both read from
 // the runtime's clock (so a [cron.WithClock] clock is honoured): how late
 // the runtime began the run, before any admission or lease claim. It is
@@ -319,6 +322,8 @@ func outcome(err error) string {
 		return outcomeSuccess
 	case errors.As(err, &p):
 		return outcomePanic
+	case errors.Is(err, cron.ErrRunDeadline):
+		return outcomeTimeout
 	}
 	return outcomeError
 }

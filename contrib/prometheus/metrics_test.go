@@ -78,7 +78,7 @@ func TestCronRuns(t *testing.T) {
 	}
 
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error or panic.
+# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error, panic or timeout.
 # TYPE wakuwaku_cron_runs_total counter
 wakuwaku_cron_runs_total{cron_job="fails",outcome="error"} 1
 wakuwaku_cron_runs_total{cron_job="fails",outcome="panic"} 0
@@ -152,7 +152,7 @@ func TestCronRetry(t *testing.T) {
 	start(t, []cron.Job{flaky(lock.NewDb(srv.Client(t)))}, m.Observer(ev.observer()))
 	wait(t, ev.finished, 2, "the run and its retry finished")
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error or panic.
+# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error, panic or timeout.
 # TYPE wakuwaku_cron_runs_total counter
 wakuwaku_cron_runs_total{cron_job="flaky",outcome="error"} 1
 wakuwaku_cron_runs_total{cron_job="flaky",outcome="panic"} 0
@@ -190,7 +190,7 @@ wakuwaku_cron_admission_errors_total{cron_job="succeeds"} 1
 # HELP wakuwaku_cron_skipped_total Ticks of a cron job that did not run on this replica, by reason.
 # TYPE wakuwaku_cron_skipped_total counter
 wakuwaku_cron_skipped_total{cron_job="succeeds",reason="admission_failed"} 1
-# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error or panic.
+# HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error, panic or timeout.
 # TYPE wakuwaku_cron_runs_total counter
 wakuwaku_cron_runs_total{cron_job="succeeds",outcome="error"} 0
 wakuwaku_cron_runs_total{cron_job="succeeds",outcome="panic"} 0

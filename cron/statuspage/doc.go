@@ -4,7 +4,10 @@
 // through a [cron.Admin], so it shows what [cron.Admin.Jobs] says: for each
 // job its last run (slot, replica, outcome, duration), the run in progress
 // and since when, its last failure, its pause, a pending run-now request and
-// its next tick.
+// its next tick; its schedule, its last success, a slot whose attempts
+// were used up, and a timeline of its recent runs ([cron.JobStatus.History]),
+// an SVG drawn on the server, in which a bar's length is how long a run
+// took, its colour how it ended, and the gap before it how late it started.
 //
 // # Mounting
 //

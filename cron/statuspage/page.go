@@ -102,6 +102,12 @@ type row struct {
 	Paused                              bool
 	PausedText                          string
 	NextDue, Requested                  string
+
+	// The job's schedule, a failed slot's used-up attempts, and its recent
+	// runs: their timeline, its last success and its last run's lag.
+	Schedule, UsedUp string
+	Timeline         template.HTML
+	LastSuccess, Lag string
 }
 
 // rows shows jobs as of now.
@@ -149,9 +155,32 @@ func rows(jobs []cron.JobStatus, now time.Time) []row {
 		if j.RunRequested {
 			r.Requested = "run requested " + ago(j.RequestedAt, now)
 		}
+		history(&r, j, now)
 		out = append(out, r)
 	}
 	return out
+}
+
+// history fills r's parts that come from j's schedule and history.
+func history(r *row, j cron.JobStatus, now time.Time) {
+	r.Schedule = scheduleText(j.Schedule)
+	if j.SlotState == "failed" {
+		r.UsedUp = fmt.Sprintf("attempts used up (%d)", j.Attempts)
+	}
+	r.Timeline = timeline(j.History, j.Running, now)
+	if !j.LastSuccess.IsZero() {
+		r.LastSuccess = "last success " + ago(j.LastSuccess, now)
+	} else if len(j.History) > 0 {
+		r.LastSuccess = "no success recorded"
+	}
+	// The lag of the newest run of the schedule: a retry or a request
+	// starts late by design.
+	for _, h := range j.History {
+		if h.Trigger == cron.TriggerSchedule && !h.Scheduled.IsZero() {
+			r.Lag = "started " + lag(h).Round(time.Millisecond).String() + " late"
+			break
+		}
+	}
 }
 
 // outcomeClass is the colour of an outcome's pill: grey for one this
@@ -160,7 +189,7 @@ func outcomeClass(o string) string {
 	switch o {
 	case "ok":
 		return "ok"
-	case "error", "panic":
+	case "error", "panic", "timeout":
 		return "bad"
 	case "lost":
 		return "warn"

@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,8 @@ type config struct {
 	jobs, due    int
 	cronFor      time.Duration
 	idleFor      time.Duration
+	spread       time.Duration
+	change       int
 	reportOnly   bool
 	skipLock     bool
 	skipCron     bool
@@ -61,6 +64,8 @@ func main() {
 	flag.IntVar(&c.due, "due", 10_000, "how many of the cron jobs are due at each burst")
 	flag.DurationVar(&c.cronFor, "for", 20*time.Second, "how long each cron scheduler's burst run lasts")
 	flag.DurationVar(&c.idleFor, "idle-for", 125*time.Second, "how long the cron schedulers' idle runs last (side by side)")
+	flag.DurationVar(&c.spread, "spread", 4*time.Second, "the spread of the leased burst's starts over each 5 s slot, measured beside none")
+	flag.IntVar(&c.change, "change", 10_000, "how many cron jobs are added, then removed, on a running scheduler of -jobs")
 	flag.BoolVar(&c.reportOnly, "report-only", false, "only rewrite the report from the raw outputs of an earlier run")
 	flag.BoolVar(&c.skipLock, "skip-lock", false, "don't run the lock, batch and run-protocol benchmarks (keep the earlier outputs)")
 	flag.BoolVar(&c.skipCron, "skip-cron", false, "don't run the cron schedulers (keep the earlier outputs)")
@@ -119,6 +124,8 @@ type runInfo struct {
 	Due               int
 	CronFor           time.Duration
 	IdleFor           time.Duration
+	Spread            time.Duration
+	Change            int
 	LockWall          time.Duration
 	CronWall          time.Duration
 	ProtocolWall      time.Duration
@@ -141,6 +148,8 @@ func measure(c config) (runInfo, error) {
 		Due:       c.due,
 		CronFor:   c.cronFor,
 		IdleFor:   c.idleFor,
+		Spread:    c.spread,
+		Change:    c.change,
 	}
 	if err := admitLoad(c, &info); err != nil {
 		return info, err
@@ -213,9 +222,12 @@ type cronRun struct {
 	Wall      time.Duration
 }
 
-// cronRuns is cron.json: every scheduler's idle run and burst run.
+// cronRuns is cron.json: every scheduler's idle run and burst run, and
+// their runs of jobs that change (churn); ours' leased bursts, without
+// and with spread starts.
 type cronRuns struct {
-	Idle, Burst map[string]cronRun
+	Idle, Burst   map[string]cronRun
+	Churn, Leased map[string]cronRun `json:",omitempty"`
 }
 
 // runCron runs the idle children side by side (they are idle, so they
@@ -228,9 +240,14 @@ func runCron(c config) error {
 	runs := cronRuns{Idle: make(map[string]cronRun), Burst: make(map[string]cronRun)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, lib := range cronLibs {
+	for _, lib := range append(slices.Clone(cronLibs), oursParseEach) {
 		wg.Go(func() {
-			r := runChild(bin, c.idleFor, "-lib", lib, "-mode", "idle", "-jobs", fmt.Sprint(c.jobs), "-idle-for", c.idleFor.String())
+			args := []string{"-lib", lib, "-mode", "idle", "-jobs", fmt.Sprint(c.jobs), "-idle-for", c.idleFor.String()}
+			if lib == oursParseEach {
+				args[1] = "ours"
+				args = append(args, "-parse-each")
+			}
+			r := runChild(bin, c.idleFor, args...)
 			mu.Lock()
 			runs.Idle[lib] = r
 			mu.Unlock()
@@ -241,6 +258,7 @@ func runCron(c config) error {
 		runs.Burst[lib] = runChild(bin, c.cronFor, "-lib", lib, "-mode", "burst", "-jobs", fmt.Sprint(c.jobs),
 			"-due", fmt.Sprint(c.due), "-for", c.cronFor.String())
 	}
+	runChanging(c, bin, &runs)
 	return writeJSON(filepath.Join(c.results, "cron.json"), runs)
 }
 

@@ -265,7 +265,7 @@ func render(dir string, info runInfo) ([]byte, error) {
 	pf("| lock benchmarks | %d rounds × every case and library, `-benchtime %s`, parallelism %s, then the batch, %d rounds; %s |\n",
 		info.Rounds, info.Benchtime, info.Levels, info.Rounds, roundDuration(info.LockWall))
 	pf("| run protocol | `-count %d`, `-benchtime %s`, %s |\n", info.Rounds, info.Benchtime, roundDuration(info.ProtocolWall))
-	pf("| cron runs | %s jobs per scheduler: idle for %s, the three side by side; then a burst of %s due at once every 5 s, for %s, each alone; %s |\n\n",
+	pf("| cron runs | %s jobs per scheduler: idle for %s, side by side; then a burst of %s due at once every 5 s, for %s, each alone; then jobs added and removed, and leased bursts with and without spread starts; %s |\n\n",
 		thousands(int64(info.Jobs)), info.IdleFor, thousands(int64(info.Due)), info.CronFor, roundDuration(info.CronWall))
 	pf("%s\n\n", loadNote(info))
 
@@ -494,7 +494,7 @@ func renderCron(w *bytes.Buffer, runs cronRuns, info runInfo) error {
 	}
 
 	pf("### Idle: %s jobs waiting\n\n", thousands(int64(info.Jobs)))
-	pf("Each scheduler in a child process of its own, the three side by side for %s: %s jobs, each on one daily spec due about 12 hours later (ours with `WithoutStartupRun`, so nothing runs). ", info.IdleFor, thousands(int64(info.Jobs)))
+	pf("Each scheduler in a child process of its own, side by side for %s: %s jobs, each on one daily spec due about 12 hours later (ours with `WithoutStartupRun`, so nothing runs); ours twice, its jobs sharing one package-level `Interval`, and each job with the `Interval` of its own spec text, parsed by `interval.MustCron` one by one as from a database (`-parse-each`). ", info.IdleFor, thousands(int64(info.Jobs)))
 	pf("Heap per job is `HeapInuse` after two GCs at the end, minus the same before the jobs were made, over the jobs (the jobs' own values included); live heap is `HeapAlloc` the same way. ")
 	pf("CPU is the child's user + system time (`getrusage`) from a GC right after the start to the end, which holds the Go runtime's forced collection of every 2 minutes, scaled to an hour. Start is the time to make and start the jobs.\n\n")
 	pf("| scheduler | heap B/job | live heap B/job | CPU s per idle hour | start s | goroutines | max RSS MiB |\n|---|---|---|---|---|---|---|\n")
@@ -507,6 +507,7 @@ func renderCron(w *bytes.Buffer, runs cronRuns, info runInfo) error {
 		pf("| %s | %s | %s | %.2f | %.2f | %s | %s |\n", libNames[lib], bytesPerJob(r.HeapInusePerJob), bytesPerJob(r.HeapAllocPerJob),
 			r.CPUPerHourS, r.StartS, thousands(int64(r.Goroutines)), thousands(runs.Idle[lib].ChildRSS/1024))
 	}
+	parseEachRow(w, idle, runs)
 	pf("\n")
 
 	pf("### Burst: %s of the %s jobs due at one instant\n\n", thousands(int64(info.Due)), thousands(int64(info.Jobs)))
@@ -539,7 +540,7 @@ func renderCron(w *bytes.Buffer, runs cronRuns, info runInfo) error {
 			quotient(burst, peer, func(r cronresult.Result) float64 { return r.LateP99 }))
 	}
 	pf("\n")
-	return nil
+	return renderChanging(w, runs, info)
 }
 
 // quotient formats ours ÷ peer of a figure, or a dash if either is missing.

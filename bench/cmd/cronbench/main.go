@@ -4,7 +4,7 @@
 //
 // It runs one scheduler per process, so that each is measured alone:
 //
-//	cronbench -lib ours|gocron|robfig [-mode second|idle|burst] [-jobs 10000] [-for 30s]
+//	cronbench -lib ours|gocron|robfig [-mode second|idle|burst|churn|leased] [-jobs 10000] [-for 30s]
 //
 // The modes:
 //
@@ -17,6 +17,20 @@
 //   - burst: -due of the jobs on "*/5 * * * * *" (every 5 seconds, all at
 //     once), the others on the daily spec, for -for: how late each run of
 //     a burst started after its instant, and how many started early.
+//   - churn: the jobs idle as in idle mode, then -change more added and
+//     -change of the first removed, one at a time, while the scheduler
+//     runs: the time per Add and per Remove, and the heap per job after
+//     each step.
+//   - leased (ours only): -due of the jobs leased, on "*/5 * * * * *"
+//     spread over -spread of each slot (none by default), over a
+//     redis-server of its own, the others on the daily spec, for -for:
+//     how late each run began Process, its claim included, how many
+//     ticks were skipped, and the server's CPU time, in all and in its
+//     busiest second.
+//
+// -parse-each gives each of ours' jobs, in modes idle and churn, an
+// Interval parsed from its own spec text, as jobs read from a database
+// have, rather than one package-level Interval.
 //
 // Ours runs each job once at startup, as documented, except in idle mode;
 // those runs are left out of the lateness.
@@ -32,6 +46,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -156,9 +171,12 @@ func start(lib string, p plan) (stop func() error, err error) {
 		jobs := make([]cron.Job, p.n)
 		for i := range jobs {
 			name := "job-" + strconv.Itoa(i)
-			if i < p.due {
+			switch {
+			case i < p.due:
 				jobs[i] = &burstJob{name: name}
-			} else {
+			case parseEach:
+				jobs[i] = &specJob{name: name, every: interval.MustCron(strings.Clone(p.every)).WithoutStartupRun()}
+			default:
 				jobs[i] = &ourJob{name: name}
 			}
 		}
@@ -199,7 +217,10 @@ func main() {
 	mode := flag.String("mode", "second", "what to measure: second, idle or burst")
 	n := flag.Int("jobs", 10_000, "how many jobs")
 	due := flag.Int("due", 10_000, "burst mode: how many of the jobs are due at once")
-	dur := flag.Duration("for", 30*time.Second, "how long the jobs run (modes second and burst)")
+	dur := flag.Duration("for", 30*time.Second, "how long the jobs run (modes second, burst and leased)")
+	change := flag.Int("change", 10_000, "churn mode: how many jobs are added, then removed")
+	spread := flag.Duration("spread", 0, "leased mode: the spread of the jobs' starts over each slot")
+	flag.BoolVar(&parseEach, "parse-each", false, "modes idle and churn: each of ours' jobs parses its own spec")
 	idleFor := flag.Duration("idle-for", 125*time.Second, "how long the jobs wait (mode idle)")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.StringVar(&memProfile, "memprofile", "", "write a heap profile, taken when the heap is measured, to this file")
@@ -213,14 +234,25 @@ func main() {
 		err = runSecond(*lib, *n, *dur)
 	case "idle":
 		err = runIdle(*lib, *n, *idleFor)
-	case "burst":
-		if *due > *n {
+	case "burst", "leased":
+		switch {
+		case *due > *n:
 			err = fmt.Errorf("-due %d is more than -jobs %d", *due, *n)
+		case *mode == "burst":
+			err = runBurst(*lib, *n, *due, *dur)
+		case *lib != "ours":
+			err = fmt.Errorf("-mode leased measures ours only, not %q", *lib)
+		default:
+			err = runLeased(*n, *due, *spread, *dur)
+		}
+	case "churn":
+		if *change > *n {
+			err = fmt.Errorf("-change %d is more than -jobs %d", *change, *n)
 			break
 		}
-		err = runBurst(*lib, *n, *due, *dur)
+		err = runChurn(*lib, *n, *change, parseEach)
 	default:
-		err = fmt.Errorf("unknown -mode %q (want second, idle or burst)", *mode)
+		err = fmt.Errorf("unknown -mode %q (want second, idle, burst, churn or leased)", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cronbench:", err)
@@ -229,6 +261,9 @@ func main() {
 }
 
 var cpuProfile, memProfile string
+
+// parseEach is -parse-each.
+var parseEach bool
 
 // startProfile starts the CPU profile, if asked for, and returns how to
 // stop it.

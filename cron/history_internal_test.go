@@ -1,0 +1,101 @@
+package cron
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// TestHistory claims and completes runs of a Cron job's record on a real
+// redis-server, two of whose runs in a row die with their replica: the
+// history keeps the last three, newest first, the last lost run included
+// (first as the record's last run, then as an entry the next completion
+// adds; the one lost before it is not, as only the record's last run says
+// it was lost), with when each was due; it expires with the record; and
+// Admin.Status says when the job last succeeded and what its schedule is.
+func TestHistory(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	db := lock.NewDb(rdb)
+	every := interval.MustCron("* * * * * *")
+	s, err := newJobState(every, LeaseConfig{Db: db, Name: "hist", TTL: time.Minute, History: 3, RunTTL: 50 * time.Millisecond}, "r0", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admin := NewAdmin(db)
+	base := time.Now().Truncate(time.Second).Add(-10 * time.Second)
+	run := func(i int, err error, finish bool) {
+		t.Helper()
+		slot := every.Plan(base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second)).Slot
+		tick := Tick{Slot: slot, Scheduled: slot.Start}
+		c, cerr := s.claim(ctx, modeTick, &tick, time.Time{}, "")
+		if cerr != nil || c.run == nil {
+			t.Fatalf("claim of slot %d = %+v, %v; want a run", i, c, cerr)
+		}
+		if !finish {
+			return // its replica died: its run lease runs out
+		}
+		if _, cerr := s.complete(ctx, c.run, c.attempt, tick.Scheduled, err, time.Time{}); cerr != nil {
+			t.Fatal(cerr)
+		}
+	}
+	run(0, nil, true)
+	run(1, errors.New("boom"), true)
+	run(2, nil, false)
+	time.Sleep(60 * time.Millisecond) // the lost run's lease ends
+	run(3, nil, false)                // C1 records slot 2 lost; slot 3 runs, and is lost too
+	st, err := admin.Status(ctx, "hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outcomes(st.History); got != "lost error ok" {
+		t.Errorf("history before the next completion = %s, want lost error ok (the lost run from the record's last)", got)
+	}
+	time.Sleep(60 * time.Millisecond)
+	run(4, nil, true) // records 3 lost, adds it and itself
+	st, err = admin.Status(ctx, "hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outcomes(st.History); got != "ok lost error" {
+		t.Errorf("history = %s, want ok lost error: the newest three, but slot 2's lost run", got)
+	}
+	if h := st.History; len(h) == 3 {
+		due := base.Add(4 * time.Second).Truncate(time.Millisecond)
+		if !h[0].Scheduled.Equal(due) || h[0].Replica != "r0" || h[0].Attempt != 1 || h[0].Duration < 0 || h[0].Finished.IsZero() {
+			t.Errorf("newest run = %+v, want due %v, on r0, attempt 1, finished", h[0], due)
+		}
+		if !h[1].Scheduled.IsZero() || h[1].Error == "" {
+			t.Errorf("the lost run = %+v, want no due time (its replica never said) and the lease's error", h[1])
+		}
+		if h[2].Error != "boom" || !h[2].Started.Before(h[1].Started) || !h[1].Started.Before(h[0].Started) {
+			t.Errorf("history starts %v, %v, %v, oldest error %q: want newest first, boom", h[0].Started, h[1].Started, h[2].Started, h[2].Error)
+		}
+	}
+	if st.LastSuccess.IsZero() || st.LastSuccess.Before(st.History[0].Started) {
+		t.Errorf("LastSuccess = %v, want the newest run's end", st.LastSuccess)
+	}
+	if want := `cron "* * * * * *"`; st.Schedule != want {
+		t.Errorf("Schedule = %q, want %q", st.Schedule, want)
+	}
+	rt, lt := rdb.PTTL(ctx, s.keys[0]).Val(), rdb.PTTL(ctx, historyKey("hist")).Val()
+	if lt <= 0 || lt > rt {
+		t.Errorf("the history's TTL is %v, the record's %v: want it to expire, no later than the record", lt, rt)
+	}
+}
+
+func outcomes(h []RunRecord) string {
+	s := ""
+	for i, r := range h {
+		if i > 0 {
+			s += " "
+		}
+		s += r.Outcome
+	}
+	return s
+}

@@ -1,0 +1,98 @@
+package cron_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// TestAddLeased adds a leased job to a runtime that started with none, on
+// a real redis-server: it runs at once, its record is kept, and a run-now
+// request reaches it (the runtime subscribes when the first leased job
+// comes). A job with its lease's name is refused. Removed, it runs no
+// more, and its record stays for the replicas that still run it.
+func TestAddLeased(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(srv.Client(t))
+	log := newJobLog()
+	rt := start(t, []cron.Job{&testJob{name: "plain", every: interval.AtLeast(time.Hour)}}, cron.WithReplica("r0"))
+	job := func(name string) cron.Job {
+		return &leasedJob{
+			testJob: testJob{name: name, every: interval.AtLeast(time.Hour), process: log.work("r0", nil)},
+			lease:   cron.LeaseConfig{Db: db, Name: "export"},
+		}
+	}
+	if err := rt.Add(job("export")); err != nil {
+		t.Fatalf("Add = %v", err)
+	}
+	if r := log.next(t, "the startup run"); r.tick.Trigger != cron.TriggerSchedule {
+		t.Errorf("the added job's first run has trigger %v, want schedule", r.tick.Trigger)
+	}
+	if err := rt.Add(job("export-2")); !errors.Is(err, cron.ErrInvalidJob) {
+		t.Errorf("Add of another job of the same lease = %v, want %v", err, cron.ErrInvalidJob)
+	}
+	admin := cron.NewAdmin(db)
+	waitStatus(t, db, "export", func(st cron.JobStatus) bool { return st.Last != nil })
+	// The subscription may not be up when the request is published: ask
+	// again until a run comes.
+	var r jobRun
+	for got := false; !got; {
+		if err := admin.RunNow(t.Context(), "export"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r = <-log.ended:
+			got = true
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if r.tick.Trigger != cron.TriggerRequest {
+		t.Errorf("the run after RunNow has trigger %v, want request", r.tick.Trigger)
+	}
+
+	if err := rt.Remove(t.Context(), "export"); err != nil {
+		t.Fatalf("Remove = %v", err)
+	}
+	if err := rt.Add(job("export-2")); err != nil {
+		t.Errorf("Add of a job of the removed one's lease = %v, want it taken", err)
+	}
+	if _, err := admin.Status(t.Context(), "export"); err != nil {
+		t.Errorf("Status after Remove = %v, want the record, which outlives the job on this replica", err)
+	}
+}
+
+// TestRemoveLeasedRetry removes a leased job whose slot waits for its
+// next attempt: the retry that was planned never runs.
+func TestRemoveLeasedRetry(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(srv.Client(t))
+	var ev events
+	job := &leasedJob{
+		testJob: testJob{name: "flaky", every: interval.AtLeast(time.Hour), process: func(context.Context, cron.Tick) error {
+			return errors.New("fails")
+		}},
+		lease: cron.LeaseConfig{Db: db, Attempts: 3, Backoff: 300 * time.Millisecond},
+	}
+	rt := start(t, []cron.Job{job}, cron.WithObserver(ev.observer()))
+	st := waitStatus(t, db, "flaky", func(st cron.JobStatus) bool { return st.Last != nil })
+	if err := rt.Remove(t.Context(), "flaky"); err != nil {
+		t.Fatal(err)
+	}
+	// Past the back-off, with a margin for a loaded machine: the record
+	// shows the slot still waiting, its one attempt made.
+	time.Sleep(time.Second)
+	after, err := cron.NewAdmin(db).Status(t.Context(), "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Attempts != 1 || after.SlotState != "open" || len(ev.of("started")) != 1 {
+		t.Errorf("after Remove: %d attempts (was %d), slot %s, %d runs started; want 1, open, 1",
+			after.Attempts, st.Attempts, after.SlotState, len(ev.of("started")))
+	}
+}
