@@ -315,11 +315,6 @@ if get('want') then
 end
 return {1, state or '', want}`)
 
-// statusScript reads a job's record, KEYS[1], and its history, KEYS[2], in
-// one round trip: {the record's fields and values, the history}.
-var statusScript = redisscript.New(`
-return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}`)
-
 // heartbeatScript is R11: it extends the run lease of the run whose token
 // is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.
 // 1 if it did, 0 if the run no longer holds the run lease.
