@@ -126,8 +126,9 @@ func WithStartDelays(delays ...time.Duration) Option {
 }
 
 // WithRedisLatency sets how long the replicas' Redis commands take to
-// reach Redis: replica i's take latencies[i], the others none. The replies
-// come back at once. A latency must not be negative.
+// reach Redis: replica i's take latencies[i], the others none; a new
+// connection's handshake takes none. The replies come back at once. A
+// latency must not be negative.
 //
 // Besides modelling a replica far from Redis, distinct latencies make a
 // test exactly repeatable: replicas that act at one instant of the bubble's
@@ -517,9 +518,10 @@ func (c *Cluster) redisErr(inc *incarnation) error {
 }
 
 // transit takes a command of inc's client to Redis: it waits out a stall,
-// then the replica's latency, and returns the error the command fails with
-// when it arrives, if any. A killed replica's command goes nowhere.
-func (c *Cluster) transit(ctx context.Context, inc *incarnation, latency time.Duration) error {
+// then the replica's latency (none for a connection's handshake), and
+// returns the error the command fails with when it arrives, if any. A
+// killed replica's command goes nowhere.
+func (c *Cluster) transit(ctx context.Context, inc *incarnation, latency time.Duration, cmds ...redis.Cmder) error {
 	if inc.dead.Load() {
 		return ErrKilled
 	}
@@ -534,12 +536,25 @@ func (c *Cluster) transit(ctx context.Context, inc *incarnation, latency time.Du
 			return err
 		}
 	}
-	if latency > 0 {
+	if latency > 0 && !handshake(cmds) {
 		if err := wait(ctx, latency); err != nil {
 			return err
 		}
 	}
 	return c.redisErr(inc)
+}
+
+// handshake reports whether cmds are a new connection's handshake (HELLO,
+// CLIENT SETINFO), which go-redis sends through the hooks too: it takes no
+// time, so that whether a command finds a connection in the pool or dials
+// one does not change when it reaches Redis.
+func handshake(cmds []redis.Cmder) bool {
+	for _, cmd := range cmds {
+		if n := cmd.Name(); n != "hello" && n != "client" {
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
 
 // wait waits d, or until ctx ends and returns its error.
@@ -567,7 +582,7 @@ func (f faults) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if err := f.c.transit(ctx, f.inc, f.latency); err != nil {
+		if err := f.c.transit(ctx, f.inc, f.latency, cmd); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -577,7 +592,7 @@ func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (f faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if err := f.c.transit(ctx, f.inc, f.latency); err != nil {
+		if err := f.c.transit(ctx, f.inc, f.latency, cmds...); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
