@@ -29,4 +29,41 @@
 // release. [Simulate] plays it and returns its [History]; the same
 // scenario gives the same history to the nanosecond: no two replicas act
 // at one instant of the bubble's clock.
+//
+// # The invariants
+//
+// [Check] reports a [Violation] of:
+//
+//   - I1: never two runs of a job at once while its record survives. A run
+//     lasts until it returned or its context ended (a job that ignores its
+//     context is on its own). Redis losing every key excuses an overlap.
+//   - I2: a slot's runs that no operator requested are at most its
+//     attempts (the most that any release of the job gives). A duration
+//     policy's slots are each replica's own, so its runs are grouped into
+//     slots by trigger: a run of the schedule or a catch-up opens one, a
+//     retry belongs to the last one; and a slot must not open before the
+//     lease of the last one ran out (11/12 of the interval from the tick
+//     that opened it, read on that replica's clock).
+//   - I3: no such run of a slot after a run closed it, done or failed
+//     after its last attempt, and Redis recorded that.
+//   - I4: a Cron slot at whose tick a replica was up, Redis well and the
+//     job not paused, runs or is skipped with a Warn (or Error) record with
+//     a reason; a Cron slot whose last run failed with attempts left runs
+//     again once Redis is well long enough within the slot, if a replica
+//     stayed up; a duration policy's job is never idle for more than two
+//     intervals and a run lease while a replica is up, Redis well and the
+//     job not paused, unless a replica warns.
+//   - I5: no run of the schedule, retry or catch-up while the job is paused.
+//   - I6: one run per run-now request: no requested run without a request
+//     waiting (several requests before a run make one), and a request runs
+//     within 5 s, or 5 s after the runs in progress return.
+//   - I7: the record outlives every claimable slot it names: read every
+//     five minutes, its TTL reaches past the end of the named slot's lease.
+//   - I8: a catch-up never runs a slot from before the job first started.
+//
+// They are weakened only where the protocol promises less: Redis losing
+// every key forgets pauses, requests and slots (I1, I2, I3, I5, I6); a
+// replica whose clock is more than 10 s off, or was stepped, lets slots go
+// (I4, and I2's lease spacing); a killed replica holds the job for its run
+// lease; and nothing is owed while Redis is down or stalled.
 package cronsim

@@ -59,6 +59,20 @@ type Run struct {
 	Cause     error
 }
 
+// effectiveEnd is when r stopped being a run of the job: when it returned,
+// or when its context told it to stop, whichever came first; end for a run
+// still going.
+func (r *Run) effectiveEnd(end time.Time) time.Time {
+	e := r.End
+	if e.IsZero() {
+		e = end
+	}
+	if !r.Cancelled.IsZero() && r.Cancelled.Before(e) {
+		e = r.Cancelled
+	}
+	return e
+}
+
 // LogRecord is a Warn or Error record of a replica's runtime.
 type LogRecord struct {
 	At        time.Time
@@ -377,6 +391,13 @@ func cmpStrings(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func later(a, b time.Time) time.Time {
