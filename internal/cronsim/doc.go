@@ -66,4 +66,21 @@
 // replica whose clock is more than 10 s off, or was stepped, lets slots go
 // (I4, and I2's lease spacing); a killed replica holds the job for its run
 // lease; and nothing is owed while Redis is down or stalled.
+//
+// # Running it
+//
+// TestSimulate runs a handful of seeds by default, and:
+//
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=500      # seeds 0 to 499
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.from=500 -sim.seeds=500
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.long           # 100,000 seeds
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
+//
+// Each seed simulates 12 hours unless -sim.span says otherwise. A range
+// stops at its first failing seed (-sim.all goes on, and reports the first
+// failing seed of each invariant); the failure names the seed, how many
+// seeds of the range it took to find it, the command that replays it, and
+// the scenario shrunk by delta debugging to the events and run plans that
+// it still needs, with the trace of its job. -sim.ignore=I4,I8 leaves
+// invariants out.
 package cronsim

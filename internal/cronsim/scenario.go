@@ -346,6 +346,16 @@ func genEvents(r *rand.Rand, sc *Scenario) []Event {
 	return evs
 }
 
+// job returns the scenario's job called name, and false if it has none.
+func (sc *Scenario) job(name string) (*Job, bool) {
+	for i := range sc.Jobs {
+		if sc.Jobs[i].Name == name {
+			return &sc.Jobs[i], true
+		}
+	}
+	return nil, false
+}
+
 // short formats a duration without its zero units: 1h, 15m, 1m30s, 1.5s.
 func short(d time.Duration) string {
 	s := d.String()
