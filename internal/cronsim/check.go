@@ -16,13 +16,16 @@ type Violation struct {
 	// Invariant is "I1" to "I8" (see the package documentation), or "H"
 	// for the harness: crontest reported an error.
 	Invariant string
-	Job       string
-	At        time.Time
-	Msg       string
+	// Rule names which of the invariant's checks it broke: "slot lost",
+	// "retry lost" or "idle" for I4, for instance.
+	Rule string
+	Job  string
+	At   time.Time
+	Msg  string
 }
 
 func (v Violation) String() string {
-	return fmt.Sprintf("%s %s at %s: %s", v.Invariant, v.Job, stamp(v.At), v.Msg)
+	return fmt.Sprintf("%s (%s) %s at %s: %s", v.Invariant, v.Rule, v.Job, stamp(v.At), v.Msg)
 }
 
 // Margins of the checks.
@@ -43,7 +46,7 @@ const (
 func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 	c := newChecker(sc, h)
 	if len(h.Harness) > 0 {
-		c.add("H", "", h.End, "%s", strings.Join(h.Harness, "; "))
+		c.add("H", "harness", "", h.End, "%s", strings.Join(h.Harness, "; "))
 	}
 	for i := range sc.Jobs {
 		j := &sc.Jobs[i]
@@ -174,8 +177,8 @@ func newChecker(sc *Scenario, h *History) *checker {
 	return c
 }
 
-func (c *checker) add(inv, job string, at time.Time, format string, args ...any) {
-	c.out = append(c.out, Violation{Invariant: inv, Job: job, At: at, Msg: fmt.Sprintf(format, args...)})
+func (c *checker) add(inv, rule, job string, at time.Time, format string, args ...any) {
+	c.out = append(c.out, Violation{Invariant: inv, Rule: rule, Job: job, At: at, Msg: fmt.Sprintf(format, args...)})
 }
 
 // healthy reports whether Redis served every command in [a, b] as it
@@ -350,7 +353,7 @@ func (c *checker) overlaps(j *Job) {
 		active = slices.DeleteFunc(active, func(a *Run) bool { return !a.effectiveEnd(c.end).After(r.Start) })
 		for _, a := range active {
 			if !c.flushed(a.Start, r.Start) {
-				c.add("I1", j.Name, r.Start, "two runs at once: %s, and %s", describe(a), describe(r))
+				c.add("I1", "overlap", j.Name, r.Start, "two runs at once: %s, and %s", describe(a), describe(r))
 			}
 		}
 		active = append(active, r)
@@ -435,12 +438,12 @@ func (c *checker) slotRuns(j *Job) {
 	var prev *slot
 	for _, s := range c.slots(j) {
 		if len(s.runs) > most {
-			c.add("I2", j.Name, s.runs[most].Start, "%s had %d runs, attempts %d: %s", s.key, len(s.runs), most, describeAll(s.runs))
+			c.add("I2", "attempts", j.Name, s.runs[most].Start, "%s had %d runs, attempts %d: %s", s.key, len(s.runs), most, describeAll(s.runs))
 		}
 		if closed := c.closing(j, s); closed != nil {
 			for _, r := range s.runs {
 				if r.Start.After(closed.End) {
-					c.add("I3", j.Name, r.Start, "%s ran after it was closed by %s: %s", s.key, describe(closed), describe(r))
+					c.add("I3", "closed", j.Name, r.Start, "%s ran after it was closed by %s: %s", s.key, describe(closed), describe(r))
 				}
 			}
 		}
@@ -450,7 +453,7 @@ func (c *checker) slotRuns(j *Job) {
 			first := prev.runs[0]
 			opened := first.Tick.Slot.Start.Add(-c.offset(first.Replica, first.Start))
 			if !c.skewed(first.Start) && s.start.Before(opened.Add(lease-time.Millisecond)) {
-				c.add("I2", j.Name, s.start, "a slot opened %v after the tick that opened the last one, within its lease (%v): %s, then %s",
+				c.add("I2", "lease", j.Name, s.start, "a slot opened %v after the tick that opened the last one, within its lease (%v): %s, then %s",
 					s.start.Sub(opened), lease, describe(first), describe(s.runs[0]))
 			}
 		}
@@ -499,7 +502,7 @@ func (c *checker) cronSlotsRun(j *Job) {
 				}
 				seen[key] = true
 				if !c.warned(j.Name, s.Start, s.Start.Add(-time.Hour), c.end) {
-					c.add("I4", j.Name, b, "slot %s did not run, and no replica warned: replica %d was up with Redis at its tick", key, i)
+					c.add("I4", "slot lost", j.Name, b, "slot %s did not run, and no replica warned: replica %d was up with Redis at its tick", key, i)
 				}
 				break
 			}
@@ -511,7 +514,7 @@ func (c *checker) cronSlotsRun(j *Job) {
 }
 
 // retried checks that a Cron slot whose last run failed with attempts left
-// ran again (I4).
+// ran again (I4), unless Redis lost the record meanwhile.
 func (c *checker) retried(j *Job, s *slot) {
 	last := s.runs[len(s.runs)-1]
 	if c.closing(j, s) != nil || len(s.runs) >= j.Versions[last.Version].Attempts {
@@ -524,22 +527,24 @@ func (c *checker) retried(j *Job, s *slot) {
 	wait := runTTL(j) + 4*backoff + tickMargin
 	from := c.healthyFrom(c.held(j, last), wait)
 	due := from.Add(wait)
-	if !due.Before(s.end) || due.After(c.end) || c.pausedDuring(j.Name, last.Start, due) || c.skewed(last.Start) || c.skewed(due) {
+	if !due.Before(s.end) || due.After(c.end) || c.pausedDuring(j.Name, last.Start, due) || c.skewed(last.Start) || c.skewed(due) ||
+		c.flushed(last.Start, due) { // the record, and its attempts, are gone
 		return
 	}
 	// A replica that stayed up, running a release whose schedule has the
-	// slot (a deploy may have changed it).
+	// slot and whose attempts it has not spent (a deploy may have changed
+	// either).
 	owed := false
 	for i := range Replicas {
-		p := j.Versions[c.version(i, j.Name, due)].Policy
-		next, ok := p.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
-		owed = owed || ok && next.Start.Equal(s.start) && c.upThrough(i, last.Start, due)
+		v := j.Versions[c.version(i, j.Name, due)]
+		next, ok := v.Policy.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
+		owed = owed || ok && next.Start.Equal(s.start) && len(s.runs) < v.Attempts && c.upThrough(i, last.Start, due)
 	}
 	if !owed {
 		return
 	}
 	if !c.warned(j.Name, s.start, from, due) {
-		c.add("I4", j.Name, due, "slot %s was not run again after %s, with attempts left, though Redis was well from %s",
+		c.add("I4", "retry lost", j.Name, due, "slot %s was not run again after %s, with attempts left, though Redis was well from %s",
 			s.key, describe(last), stamp(from))
 	}
 }
@@ -571,7 +576,7 @@ func (c *checker) durationSlotsRun(j *Job) {
 				}
 				idle := span{free, earlier(b.from, u.to)}
 				if idle.to.Sub(idle.from) > limit && !c.warned(j.Name, time.Time{}, idle.from, idle.to) {
-					c.add("I4", j.Name, idle.from.Add(limit), "no run from %s to %s (%v), though replica %d was up with Redis and the job not paused",
+					c.add("I4", "idle", j.Name, idle.from.Add(limit), "no run from %s to %s (%v), though replica %d was up with Redis and the job not paused",
 						stamp(idle.from), stamp(idle.to), idle.to.Sub(idle.from), i)
 					return
 				}
@@ -590,7 +595,7 @@ func (c *checker) pauses(j *Job) {
 	for _, p := range c.paused[j.Name] {
 		for _, r := range c.runsOf(j.Name) {
 			if r.Tick.Trigger != cron.TriggerRequest && r.Start.After(p.from) && r.Start.Before(p.to) {
-				c.add("I5", j.Name, r.Start, "a run while paused since %s: %s", stamp(p.from), describe(r))
+				c.add("I5", "paused", j.Name, r.Start, "a run while paused since %s: %s", stamp(p.from), describe(r))
 			}
 		}
 	}
@@ -633,7 +638,7 @@ func (c *checker) requests(j *Job) {
 			continue
 		}
 		if !pending {
-			c.add("I6", j.Name, e.at, "a requested run with no request waiting: %s", describe(e.run))
+			c.add("I6", "unrequested", j.Name, e.at, "a requested run with no request waiting: %s", describe(e.run))
 		}
 		pending = false
 	}
@@ -662,7 +667,7 @@ func (c *checker) served(j *Job, p time.Time, runs []*Run) {
 			return
 		}
 	}
-	c.add("I6", j.Name, due, "the run-now request of %s did not run by %s", stamp(p), stamp(due))
+	c.add("I6", "unserved", j.Name, due, "the run-now request of %s did not run by %s", stamp(p), stamp(due))
 }
 
 // I7: a record outlives every claimable slot it names: its TTL, read every
@@ -690,7 +695,7 @@ func (c *checker) records(j *Job) {
 			}
 		}
 		if expires := p.At.Add(p.TTL); claimable.After(p.At) && expires.Before(claimable.Add(-time.Millisecond)) {
-			c.add("I7", j.Name, p.At, "the record expires at %s, before its slot %q (%s) stops being claimable at %s",
+			c.add("I7", "expiry", j.Name, p.At, "the record expires at %s, before its slot %q (%s) stops being claimable at %s",
 				stamp(expires), p.Slot, p.State, stamp(claimable))
 			return // once per job: every later reading says the same
 		}
@@ -704,10 +709,10 @@ func (c *checker) catchUps(j *Job) {
 			continue
 		}
 		if _, shared := r.Tick.Slot.Key(); shared && r.Tick.Slot.Start.Before(c.start) {
-			c.add("I8", j.Name, r.Start, "caught up a slot from before the job first started at %s: %s", stamp(c.start), describe(r))
+			c.add("I8", "catch-up", j.Name, r.Start, "caught up a slot from before the job first started at %s: %s", stamp(c.start), describe(r))
 		}
 		if d := j.Versions[max(r.Version, 0)].Policy.D; d > 0 && r.Start.Before(c.start.Add(d)) {
-			c.add("I8", j.Name, r.Start, "caught up within the first interval since the job first started at %s: %s", stamp(c.start), describe(r))
+			c.add("I8", "catch-up", j.Name, r.Start, "caught up within the first interval since the job first started at %s: %s", stamp(c.start), describe(r))
 		}
 	}
 }

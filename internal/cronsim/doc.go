@@ -20,8 +20,9 @@
 // policy of 30 minutes to 2 hours), each with 1 to 3 attempts per slot,
 // sometimes no startup run and a catch-up window, a run lease and a
 // back-off, a second release (another schedule or other attempts) for a
-// rolling deploy, and a plan for a third of its runs: fail, panic, run
-// slow (up to one and a half intervals), or ignore cancellation. Then
+// rolling deploy, and plans for the first run of a third of its slots,
+// some of their retries and some requested runs: fail, panic, run slow
+// (up to one and a half intervals), or ignore cancellation. Then
 // about one event an hour: a replica crash (with a restart at once or up
 // to 3 hours later), Redis down (up to 15 minutes), stalled (up to 3
 // minutes) or restarted empty, a clock step and its correction, a pause
@@ -50,7 +51,7 @@
 //     job not paused, runs or is skipped with a Warn (or Error) record with
 //     a reason; a Cron slot whose last run failed with attempts left runs
 //     again once Redis is well long enough within the slot, if a replica
-//     stayed up; a duration policy's job is never idle for more than two
+//     stayed up and Redis kept the record; a duration policy's job is never idle for more than two
 //     intervals and a run lease while a replica is up, Redis well and the
 //     job not paused, unless a replica warns.
 //   - I5: no run of the schedule, retry or catch-up while the job is paused.
@@ -77,8 +78,8 @@
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
 //
 // Each seed simulates 12 hours unless -sim.span says otherwise. A range
-// stops at its first failing seed (-sim.all goes on, and reports the first
-// failing seed of each invariant); the failure names the seed, how many
+// stops at its first failing seed (-sim.all goes on, lists every failing
+// seed, and reports the first failing seed of each invariant); the failure names the seed, how many
 // seeds of the range it took to find it, the command that replays it, and
 // the scenario shrunk by delta debugging to the events and run plans that
 // it still needs, with the trace of its job. -sim.ignore=I4,I8 leaves

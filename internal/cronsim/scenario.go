@@ -1,6 +1,7 @@
 package cronsim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -50,10 +51,10 @@ type Job struct {
 	CatchUp   time.Duration
 	RunTTL    time.Duration // LeaseConfig.RunTTL: 0, the default, or longer
 	Backoff   time.Duration // LeaseConfig.Backoff: 0, the default, or longer
-	// Plans say how runs behave, by the job's run number across the
-	// cluster (0 for its first run anywhere). A run without a plan
-	// succeeds after a second.
-	Plans map[int]Plan
+	// Plans say how runs behave, by slot and attempt (see PlanKey), so
+	// that a run keeps its plan when shrinking removes events before it.
+	// A run without a plan succeeds after a second.
+	Plans map[PlanKey]Plan
 }
 
 // Version is what one release of a job's code says: its schedule and its
@@ -113,6 +114,32 @@ func (p Policy) String() string {
 		return "at least " + short(p.D)
 	}
 	return "after finish " + short(p.D)
+}
+
+// PlanKey says which runs a plan is for: the runs of one attempt at one
+// slot, requested or not. For a Cron spec, At is when the slot starts; for
+// a duration policy, whose slots are the replicas' own, when the interval
+// the run starts in does (intervals are counted from the scenario's
+// start); both after Scenario.Start.
+type PlanKey struct {
+	At        time.Duration
+	Attempt   int
+	Requested bool
+}
+
+// planOrder orders plan keys by slot, then the runs of the schedule and
+// their retries by attempt, then the requested run.
+func planOrder(a, b PlanKey) int {
+	if a.At != b.At {
+		return cmp.Compare(a.At, b.At)
+	}
+	if a.Requested != b.Requested {
+		if a.Requested {
+			return 1
+		}
+		return -1
+	}
+	return a.Attempt - b.Attempt
 }
 
 // Plan is how one run behaves.
@@ -220,7 +247,7 @@ func Generate(seed int64, span time.Duration) *Scenario {
 	}
 	r.Shuffle(Replicas, func(i, j int) { sc.Latencies[i], sc.Latencies[j] = sc.Latencies[j], sc.Latencies[i] })
 	for j := range 2 + r.IntN(3) {
-		sc.Jobs = append(sc.Jobs, genJob(r, fmt.Sprintf("j%d", j), span))
+		sc.Jobs = append(sc.Jobs, genJob(r, fmt.Sprintf("j%d", j), sc.Start, span))
 	}
 	sc.Events = genEvents(r, sc)
 	return sc
@@ -233,13 +260,13 @@ func genPolicy(r *rand.Rand, kind PolicyKind) Policy {
 	return Policy{Kind: kind, D: durations[r.IntN(len(durations))]}
 }
 
-func genJob(r *rand.Rand, name string, span time.Duration) Job {
+func genJob(r *rand.Rand, name string, start time.Time, span time.Duration) Job {
 	kind := CronSpec
 	if r.IntN(3) == 0 {
 		kind = PolicyKind(1 + r.IntN(2))
 	}
 	v := Version{Policy: genPolicy(r, kind), Attempts: 1 + r.IntN(3)}
-	j := Job{Name: name, Versions: []Version{v}, Plans: make(map[int]Plan)}
+	j := Job{Name: name, Versions: []Version{v}, Plans: make(map[PlanKey]Plan)}
 	// A second release: another schedule of the same kind, or other
 	// attempts; deploys roll it out.
 	next := v
@@ -262,44 +289,64 @@ func genJob(r *rand.Rand, name string, span time.Duration) Job {
 	if r.IntN(3) == 0 {
 		j.Backoff = 10 * time.Second
 	}
-	period := v.Policy.D
-	if kind == CronSpec {
-		period = 15 * time.Minute
+	// Plans for a third of the runs of the schedule, some of their
+	// retries and some requested runs, by the slots of the first release
+	// (or its intervals, for a duration policy) that the span can hold.
+	type slot struct{ at, length time.Duration }
+	var slots []slot
+	if every := v.Policy.Interval(false); kind == CronSpec {
+		for s, ok := every.NextSlot(start.Add(-24 * time.Hour)); ok && s.Start.Before(start.Add(span)); s, ok = every.NextSlot(s.Start) {
+			slots = append(slots, slot{s.Start.Sub(start), s.End.Sub(s.Start)})
+		}
+	} else {
+		for at := time.Duration(0); at < span; at += v.Policy.D {
+			slots = append(slots, slot{at, v.Policy.D})
+		}
 	}
-	// Plans for about as many runs as the span can hold; a third of them
-	// are not the quick success.
-	for n := range int(span/period) + 8 {
-		if r.IntN(3) > 0 {
-			continue
-		}
-		// Mostly under 30 s; one in four up to 5 minutes.
-		p := Plan{Took: time.Duration(100+r.IntN(30_000)) * time.Millisecond}
-		if r.IntN(4) == 0 {
-			p.Took *= 10
-		}
-		switch x := r.IntN(20); {
-		case x < 7:
-			p.Outcome = Fail
-		case x < 9:
-			p.Outcome = Panic
-		case x < 14: // slow: up to one and a half periods
-			p.Took = time.Duration(float64(period) * (0.3 + 1.2*r.Float64())).Round(time.Millisecond)
-			if r.IntN(3) == 0 {
-				p.Outcome = Fail
+	for _, sl := range slots {
+		for attempt := 1; attempt <= 3 && r.IntN(3) == 0; attempt++ {
+			p := genPlan(r, min(sl.length, 2*time.Hour))
+			j.Plans[PlanKey{At: sl.at, Attempt: attempt}] = p
+			if p.Outcome == Succeed {
+				break
 			}
-		case x < 17:
-			p.Stubborn = true
-			p.Took = time.Duration(1+r.IntN(10)) * time.Minute
 		}
-		// Nanoseconds that keep its end off every other instant: a run
-		// that returns as its heartbeat is due races it.
-		p.Took += time.Duration(1 + r.IntN(int(time.Millisecond)-1))
-		j.Plans[n] = p
+		if r.IntN(6) == 0 {
+			j.Plans[PlanKey{At: sl.at, Attempt: 1, Requested: true}] = genPlan(r, min(sl.length, 2*time.Hour))
+		}
 	}
 	return j
 }
 
 // genEvents draws about one fault or command an hour.
+// genPlan draws a run's plan: to fail, panic, run slow (up to one and a
+// half times period), ignore cancellation, or just take a while.
+func genPlan(r *rand.Rand, period time.Duration) Plan {
+	// Mostly under 30 s; one in four up to 5 minutes.
+	p := Plan{Took: time.Duration(100+r.IntN(30_000)) * time.Millisecond}
+	if r.IntN(4) == 0 {
+		p.Took *= 10
+	}
+	switch x := r.IntN(20); {
+	case x < 7:
+		p.Outcome = Fail
+	case x < 9:
+		p.Outcome = Panic
+	case x < 14:
+		p.Took = time.Duration(float64(period) * (0.3 + 1.2*r.Float64())).Round(time.Millisecond)
+		if r.IntN(3) == 0 {
+			p.Outcome = Fail
+		}
+	case x < 17:
+		p.Stubborn = true
+		p.Took = time.Duration(1+r.IntN(10)) * time.Minute
+	}
+	// Nanoseconds that keep its end off every other instant: a run that
+	// returns as its heartbeat is due races it.
+	p.Took += time.Duration(1 + r.IntN(int(time.Millisecond)-1))
+	return p
+}
+
 func genEvents(r *rand.Rand, sc *Scenario) []Event {
 	var evs []Event
 	at := func() time.Duration { return time.Duration(r.Int64N(int64(sc.Span))) }

@@ -8,7 +8,8 @@ import (
 
 // Shrink returns the smallest scenario it finds from sc that still fails:
 // that fails, given a scenario, reports whether its simulation still
-// breaks the invariant in question, and how. It keeps only the job that
+// breaks the invariant in question (the same rule of it, for the same
+// job), and how. It keeps only the job that
 // broke it (v's), cuts the span to an hour past the violation, then
 // removes events and plans by delta debugging, and cuts the span again; it
 // stops after budget simulations. It returns the scenario, its violation,
@@ -53,11 +54,11 @@ func Shrink(sc *Scenario, v Violation, fails func(*Scenario) (Violation, bool), 
 }
 
 // atom is what delta debugging removes from a scenario: an event (its
-// index) or a job's plan (job and run number; event -1).
+// index) or a job's plan (job and key; event -1).
 type atom struct {
 	event int
 	job   string
-	run   int
+	plan  PlanKey
 }
 
 // atoms lists sc's events and plans.
@@ -67,8 +68,9 @@ func (sc *Scenario) atoms() []atom {
 		out = append(out, atom{event: i})
 	}
 	for _, j := range sc.Jobs {
-		for _, n := range slices.Sorted(maps.Keys(j.Plans)) {
-			out = append(out, atom{event: -1, job: j.Name, run: n})
+		keys := slices.SortedFunc(maps.Keys(j.Plans), planOrder)
+		for _, k := range keys {
+			out = append(out, atom{event: -1, job: j.Name, plan: k})
 		}
 	}
 	return out
@@ -79,7 +81,7 @@ func (sc *Scenario) only(as []atom) *Scenario {
 	c := sc.clone()
 	c.Events = nil
 	for i := range c.Jobs {
-		c.Jobs[i].Plans = make(map[int]Plan)
+		c.Jobs[i].Plans = make(map[PlanKey]Plan)
 	}
 	for _, a := range as {
 		if a.event >= 0 {
@@ -88,7 +90,7 @@ func (sc *Scenario) only(as []atom) *Scenario {
 		}
 		j, _ := c.job(a.job)
 		from, _ := sc.job(a.job)
-		j.Plans[a.run] = from.Plans[a.run]
+		j.Plans[a.plan] = from.Plans[a.plan]
 	}
 	return c
 }

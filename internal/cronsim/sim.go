@@ -219,8 +219,7 @@ func (w *world) jobs(rdb *redis.Client) []cron.Job {
 	return out
 }
 
-// process is a run of job j in release v: it follows the plan of the
-// job's next run number.
+// process is a run of job j in release v: it follows its plan.
 func (w *world) process(ctx context.Context, j *Job, v int, t cron.Tick) error {
 	w.mu.Lock()
 	n := w.counts[j.Name]
@@ -235,7 +234,7 @@ func (w *world) process(ctx context.Context, j *Job, v int, t cron.Tick) error {
 	})
 	defer stop()
 
-	p, ok := j.Plans[n]
+	p, ok := j.Plans[w.planKey(j, v, t)]
 	if !ok {
 		p = defaultPlan
 	}
@@ -257,6 +256,20 @@ func (w *world) process(ctx context.Context, j *Job, v int, t cron.Tick) error {
 		panic(fmt.Sprintf("run %d of %s panicked as planned", n, j.Name))
 	}
 	return nil
+}
+
+// planKey returns the key of the plan of a run of job j in release v.
+func (w *world) planKey(j *Job, v int, t cron.Tick) PlanKey {
+	k := PlanKey{Attempt: t.Attempt, Requested: t.Trigger == cron.TriggerRequest}
+	if k.Requested {
+		k.Attempt = 1
+	}
+	if _, ok := t.Slot.Key(); ok {
+		k.At = t.Slot.Start.Sub(w.sc.Start)
+	} else {
+		k.At = time.Since(w.sc.Start).Truncate(j.Versions[v].Policy.D)
+	}
+	return k
 }
 
 // apply does what e says, at its instant.

@@ -19,7 +19,7 @@ var (
 	seedsFlag  = flag.Int("sim.seeds", 0, "how many seeds to run from -sim.from (default: a handful, 100,000 with -sim.long)")
 	longFlag   = flag.Bool("sim.long", false, "the long mode: 100,000 seeds unless -sim.seeds says otherwise")
 	spanFlag   = flag.Duration("sim.span", 12*time.Hour, "how long each seed's simulated run lasts")
-	allFlag    = flag.Bool("sim.all", false, "go on past the first failing seed, and report the first failing seed of each invariant")
+	allFlag    = flag.Bool("sim.all", false, "go on past the first failing seed: list every failing seed, and report the first of each invariant")
 	ignoreFlag = flag.String("sim.ignore", "", "invariants not to check, comma-separated (such as I4,I8)")
 )
 
@@ -158,6 +158,15 @@ func report(t *testing.T, results []*seedResult, took time.Duration) {
 	}
 	slices.Sort(invs)
 	if *allFlag {
+		for _, o := range failing {
+			seen := make(map[string]bool)
+			for _, v := range o.violations {
+				if !seen[v.Invariant] {
+					seen[v.Invariant] = true
+					t.Logf("seed %d: %v", o.sc.Seed, v)
+				}
+			}
+		}
 		var sum []string
 		for _, inv := range invs {
 			f := firsts[inv]
@@ -170,8 +179,8 @@ func report(t *testing.T, results []*seedResult, took time.Duration) {
 	}
 	for _, inv := range invs {
 		f := firsts[inv]
-		t.Errorf("seed %d, the %s of the range from %d (found after %d seeds), breaks %s:\n%s",
-			f.o.sc.Seed, ordinal(f.o.index+1), *fromFlag, f.o.index+1, inv, explain(t, f.o.sc, f.v))
+		t.Errorf("seed %d, the %s of the range from %d (found after %d seeds), breaks %s (%s):\n%s",
+			f.o.sc.Seed, ordinal(f.o.index+1), *fromFlag, f.o.index+1, inv, f.v.Rule, explain(t, f.o.sc, f.v))
 	}
 }
 
@@ -186,7 +195,7 @@ func replay(t *testing.T, seed int64) {
 		t.Logf("%v", v)
 	}
 	if len(vs) > 0 {
-		t.Errorf("seed %d breaks %s:\n%s", seed, vs[0].Invariant, explain(t, sc, vs[0]))
+		t.Errorf("seed %d breaks %s (%s):\n%s", seed, vs[0].Invariant, vs[0].Rule, explain(t, sc, vs[0]))
 	}
 }
 
@@ -204,7 +213,7 @@ func explain(t *testing.T, sc *Scenario, v Violation) string {
 	}
 	fails := func(c *Scenario) (Violation, bool) {
 		for _, w := range Check(c, Simulate(t, c), ignored()...) {
-			if w.Invariant == v.Invariant && w.Job == v.Job {
+			if w.Invariant == v.Invariant && w.Rule == v.Rule && w.Job == v.Job {
 				return w, true
 			}
 		}

@@ -3,6 +3,7 @@ package cronsim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -57,13 +58,17 @@ func (sc *Scenario) String() string {
 			fmt.Fprintf(&b, "; backoff %s", short(j.Backoff))
 		}
 		b.WriteByte('\n')
-		numbers := make([]int, 0, len(j.Plans))
-		for n := range j.Plans {
-			numbers = append(numbers, n)
+		keys := slices.SortedFunc(maps.Keys(j.Plans), planOrder)
+		what := "slot"
+		if !j.Versions[0].Policy.Shared() {
+			what = "interval from"
 		}
-		slices.Sort(numbers)
-		for _, n := range numbers {
-			fmt.Fprintf(&b, "  run #%d %v\n", n, j.Plans[n])
+		for _, k := range keys {
+			run := fmt.Sprintf("attempt %d", k.Attempt)
+			if k.Requested {
+				run = "requested run"
+			}
+			fmt.Fprintf(&b, "  %s %s, %s: %v\n", what, stamp(sc.Start.Add(k.At)), run, j.Plans[k])
 		}
 	}
 	for _, e := range sc.Events {
@@ -74,21 +79,25 @@ func (sc *Scenario) String() string {
 
 // Trace describes what happened to the job named job ("" for every job):
 // its runs, the runtimes' Warn and Error records about it, the operators'
-// commands, and, with probes, every reading of its record. Lines are in
-// time order; the trace of one scenario is the same in every run.
-func (h *History) Trace(job string, probes bool) string {
+// commands, and, if full, every reading of its record. Unless full, a
+// stretch of runs of the schedule that went well (first attempts that
+// succeeded) is cut to its first and last. Lines are in time order; the
+// trace of one scenario is the same in every run.
+func (h *History) Trace(job string, full bool) string {
 	type line struct {
-		at   time.Time
-		text string
+		at    time.Time
+		text  string
+		plain bool // a run of the schedule, first attempt, that went well
 	}
 	var lines []line
-	add := func(at time.Time, format string, args ...any) {
-		lines = append(lines, line{at, stamp(at) + " " + fmt.Sprintf(format, args...)})
+	add := func(at time.Time, plain bool, format string, args ...any) {
+		lines = append(lines, line{at, stamp(at) + " " + fmt.Sprintf(format, args...), plain})
 	}
 	for i := range h.Runs {
 		r := &h.Runs[i]
 		if job == "" || r.Job == job {
-			add(r.Start, "%s", describe(r))
+			plain := r.Tick.Trigger == cron.TriggerSchedule && r.Tick.Attempt == 1 && !r.End.IsZero() && r.Err == nil && r.Cancelled.IsZero()
+			add(r.Start, plain, "%s", describe(r))
 		}
 	}
 	for _, l := range h.Logs {
@@ -100,7 +109,7 @@ func (h *History) Trace(job string, probes bool) string {
 			if !l.Scheduled.IsZero() {
 				s += " scheduled=" + stamp(l.Scheduled)
 			}
-			add(l.At, "%s", s)
+			add(l.At, false, "%s", s)
 		}
 	}
 	for _, op := range h.Admin {
@@ -109,23 +118,32 @@ func (h *History) Trace(job string, probes bool) string {
 			if op.Err != nil {
 				res = op.Err.Error()
 			}
-			add(op.At, "admin %v %s: %s", op.Kind, op.Job, res)
+			add(op.At, false, "admin %v %s: %s", op.Kind, op.Job, res)
 		}
 	}
-	if probes {
+	if full {
 		for _, p := range h.Probes {
 			if job == "" || p.Job == job {
-				add(p.At, "record %s", p.describe())
+				add(p.At, false, "record %s", p.describe())
 			}
 		}
 	}
 	for _, msg := range h.Harness {
-		add(h.End, "harness: %s", msg)
+		add(h.End, false, "harness: %s", msg)
 	}
 	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
 	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString(l.text)
+	for i := 0; i < len(lines); i++ {
+		n := 0 // plain lines from i
+		for i+n < len(lines) && lines[i+n].plain {
+			n++
+		}
+		if !full && n > 3 {
+			fmt.Fprintf(&b, "%s\n  ... %d more runs of the schedule that went well ...\n%s\n", lines[i].text, n-2, lines[i+n-1].text)
+			i += n - 1
+			continue
+		}
+		b.WriteString(lines[i].text)
 		b.WriteByte('\n')
 	}
 	return b.String()
