@@ -1,7 +1,9 @@
 package cron
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,8 +103,8 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 // JobStatus is what a leased job's record says, cluster-wide: the run in
 // progress, the last run and the last failure, its pause and its run-now
 // request, and its next tick. Times are the Redis server's, to the
-// millisecond. It marshals to JSON with the names in its tags; a Duration
-// is in nanoseconds.
+// millisecond. It marshals to JSON with the names in its tags, times in RFC
+// 3339 and a run's duration as durationMs (see [RunRecord.MarshalJSON]).
 type JobStatus struct {
 	// Job is the name of the job's lease.
 	Job string `json:"job"`
@@ -149,13 +151,54 @@ type RunRecord struct {
 	// progress whose Deadline has passed has lost its replica; the next
 	// claim of any replica records it as lost.
 	Finished time.Time     `json:"finished,omitzero"`
-	Duration time.Duration `json:"duration,omitempty"`
+	Duration time.Duration `json:"-"` // durationMs in JSON
 	Deadline time.Time     `json:"deadline,omitzero"`
 	// Outcome is "ok", "error", "panic" or "lost" (its run lease ran out:
 	// its replica died or lost Redis) for a run that ended.
 	Outcome string `json:"outcome,omitempty"`
 	// Error is the failure's error text, cut to 512 bytes.
 	Error string `json:"error,omitempty"`
+}
+
+// MarshalJSON marshals r with the names in its fields' tags, and its
+// Duration as durationMs, a number of whole milliseconds (the record's own
+// resolution), for the readers of JSON that have no parser of Go's
+// durations. A run in progress, which has not finished, has none.
+func (r RunRecord) MarshalJSON() ([]byte, error) {
+	type fields RunRecord // its fields without its methods
+	v := struct {
+		fields
+		DurationMs *int64 `json:"durationMs,omitempty"`
+	}{fields: fields(r)}
+	if !r.Finished.IsZero() {
+		ms := r.Duration.Milliseconds()
+		v.DurationMs = &ms
+	}
+	// Without HTML escaping, which json.Marshal would do and an Encoder
+	// that was told not to could not undo: an Encoder escapes what this
+	// returns if it escapes at all.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *RunRecord) UnmarshalJSON(b []byte) error {
+	type fields RunRecord
+	var v struct {
+		fields
+		DurationMs int64 `json:"durationMs"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = RunRecord(v.fields)
+	r.Duration = time.Duration(v.DurationMs) * time.Millisecond
+	return nil
 }
 
 // Status returns what the record of the job says, or an error wrapping

@@ -2,6 +2,8 @@ package cron
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,11 +21,21 @@ type subscriber interface {
 }
 
 // requestRetry is how long a listener waits after its subscription failed
-// (Redis down) before it tries again.
-const requestRetry = time.Second
+// (Redis down) before it tries again. A subscription the server refused
+// (the client's ACL user lacks the channel) is asked for again after
+// requestRetry, then twice as long each time, up to refusedRetryMax.
+const (
+	requestRetry    = time.Second
+	refusedRetryMax = time.Minute
+)
 
 // listen runs the run-now requests for the jobs named in names that come
 // over sub's Pub/Sub channel, until Shutdown closes the subscription.
+//
+// A subscription the server refuses, with an error reply such as NOPERM
+// for an ACL user without the channel, would leave the replica deaf to
+// requests: the first refusal is logged at Error, the subscription asked
+// for again with back-off, and the recovery logged once it is granted.
 func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber, names map[string]*entry) {
 	defer r.listeners.Done()
 	ps := sub.Subscribe(lctx, runNowChannel)
@@ -37,23 +49,52 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber, names map[st
 		_ = ps.Close()
 		return
 	}
+	refused, backoff := false, requestRetry
 	for {
-		msg, err := ps.ReceiveMessage(lctx)
+		v, err := ps.Receive(lctx)
 		if r.stopped.Load() {
 			return
 		}
-		if err != nil {
-			wait := time.NewTimer(requestRetry)
-			select {
-			case <-wait.C:
-			case <-r.stop:
-				wait.Stop()
-				return
+		switch v := v.(type) {
+		case *redis.Subscription:
+			if refused && v.Kind == "subscribe" {
+				refused, backoff = false, requestRetry
+				r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime hears run-now requests again",
+					slog.String("channel", runNowChannel))
 			}
 			continue
+		case *redis.Message:
+			if e := names[v.Payload]; e != nil {
+				r.offSchedule(ctx, e, modeRequest, interval.Slot{}, "")
+			}
+			continue
+		case *redis.Pong:
+			continue
 		}
-		if e := names[msg.Payload]; e != nil {
-			r.offSchedule(ctx, e, modeRequest, interval.Slot{}, "")
+		if err == nil {
+			continue // a kind of message the runtime does not use
+		}
+		var reply redis.Error
+		wait := requestRetry
+		if errors.As(err, &reply) {
+			if !refused {
+				refused = true
+				r.log.LogAttrs(ctx, slog.LevelError, "cron runtime can't hear run-now requests: Redis refused its subscription; a requested run waits for its job's next tick",
+					slog.String("channel", runNowChannel), slog.Any("error", err))
+			}
+			wait, backoff = backoff, min(2*backoff, refusedRetryMax)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-r.stop:
+			timer.Stop()
+			return
+		}
+		if reply != nil {
+			// The refused subscription is not retried by the client, as a
+			// lost connection is: ask again.
+			_ = ps.Subscribe(lctx, runNowChannel)
 		}
 	}
 }

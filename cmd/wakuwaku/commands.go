@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -20,23 +18,8 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/cron"
 )
 
-// subFlags parses a command's own flags.
-func subFlags(name string, args []string, define func(*flag.FlagSet)) ([]string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	define(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("%s: %v: %w", name, err, errUsage)
-	}
-	return fs.Args(), nil
-}
-
-func (t *tool) status(ctx context.Context, admin cron.Admin, args []string) error {
-	var asJSON bool
-	rest, err := subFlags("status", args, func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "") })
-	if err != nil {
-		return err
-	}
+func (t *tool) status(ctx context.Context, admin cron.Admin, rest []string, asJSON bool) error {
+	var err error
 	var jobs []cron.JobStatus
 	switch len(rest) {
 	case 0:
@@ -49,12 +32,11 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, args []string) erro
 			return err
 		}
 		jobs = []cron.JobStatus{st}
-	default:
-		return fmt.Errorf("status takes one job at most: %w", errUsage)
 	}
 	if asJSON {
 		enc := json.NewEncoder(t.out)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // the records' text as it is: <, > and & too
 		if len(rest) == 1 {
 			return enc.Encode(jobs[0])
 		}
@@ -69,12 +51,16 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, args []string) erro
 	}
 	now := time.Now()
 	w := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB\tLAST SLOT\tREPLICA\tOUTCOME\tDURATION\tRUNNING\tPAUSED\tNEXT DUE")
+	fmt.Fprintln(w, "JOB\tLAST SLOT\tREPLICA\tOUTCOME\tDURATION\tRUNNING\tPAUSED\tNEXT DUE\tLAST FAILURE")
 	for _, j := range jobs {
 		slot, replica, outcome, took := "-", "-", "-", "-"
 		if l := j.Last; l != nil {
 			slot, replica, outcome, took = l.Slot, l.Replica, l.Outcome, l.Duration.Round(time.Millisecond).String()
-			if l.Trigger != cron.TriggerSchedule || l.Attempt > 1 {
+			switch {
+			case j.SlotState == "failed" && j.Slot == l.Slot:
+				// The slot used up its attempts: no replica tries it again.
+				outcome += fmt.Sprintf(" (failed, %s)", plural(j.Attempts, "attempt"))
+			case l.Trigger != cron.TriggerSchedule || l.Attempt > 1:
 				outcome += fmt.Sprintf(" (%s, attempt %d)", l.Trigger, l.Attempt)
 			}
 		}
@@ -96,9 +82,41 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, args []string) erro
 		if j.RunRequested {
 			next += ", run requested"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Job), slot, replica, outcome, took, running, paused, next)
+		failure := "-"
+		if f := j.LastFailure; f != nil {
+			text := f.Error
+			if text == "" {
+				text = f.Outcome // a lost run has no error text
+			}
+			failure = clock(f.Started) + " " + cut(text, failureWidth)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Job), slot, replica, outcome, took, running, paused, next, failure)
 	}
 	return w.Flush()
+}
+
+// failureWidth is how many characters of the last failure's error the
+// table shows; status -json has all the record keeps.
+const failureWidth = 60
+
+// cut keeps s to one line of at most n characters, the last of them an
+// ellipsis if it was longer. Control characters, which would break the
+// table, show as spaces.
+func cut(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// plural says "1 attempt", "3 attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // clock shows a time of day in UTC, with the date if it is not today's.
@@ -129,9 +147,6 @@ func printable(s string) string {
 	return s
 }
 
-// entityPrefix begins every lock key of the seed's layout.
-const entityPrefix = "@@wakuwaku-entity:"
-
 // heldLock is one lock held now.
 type heldLock struct {
 	kind, namespace, name string
@@ -140,15 +155,7 @@ type heldLock struct {
 	longestRead           time.Duration
 }
 
-func (t *tool) locks(ctx context.Context, args []string) error {
-	var ns string
-	rest, err := subFlags("locks", args, func(fs *flag.FlagSet) { fs.StringVar(&ns, "namespace", "", "") })
-	if err != nil {
-		return err
-	}
-	if len(rest) != 0 {
-		return fmt.Errorf("locks takes no arguments: %w", errUsage)
-	}
+func (t *tool) locks(ctx context.Context, ns string) error {
 	var mu sync.Mutex
 	found := make(map[string]*heldLock)
 	scan := func(ctx context.Context, node redis.Cmdable) error {
@@ -164,6 +171,7 @@ func (t *tool) locks(ctx context.Context, args []string) error {
 		}
 		return iter.Err()
 	}
+	var err error
 	if cl, ok := t.rdb.(*redis.ClusterClient); ok {
 		err = cl.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
 	} else {
@@ -210,28 +218,16 @@ func (t *tool) locks(ctx context.Context, args []string) error {
 // inspect adds what key holds to found, unless it is outside namespace
 // ns (if set) or no lock's key.
 func (t *tool) inspect(ctx context.Context, node redis.Cmdable, key string, now time.Time, ns string, mu *sync.Mutex, found map[string]*heldLock) error {
-	rest := strings.TrimPrefix(key, entityPrefix)
-	kind, rest, _ := strings.Cut(rest, ":")
-	var l heldLock
-	var reader bool
-	switch kind {
-	case "Lock":
-		l.namespace, l.name, _ = strings.Cut(rest, ":")
-	case "RwLock":
-		inner, role, ok := cutLast(rest, "}:")
-		if !ok || !strings.HasPrefix(inner, "{") || (role != "w" && role != "r") {
-			return nil
-		}
-		l.namespace, l.name, _ = strings.Cut(inner[1:], ":")
-		reader = role == "r"
-	default:
+	k, err := parseLockKey(key)
+	if err != nil {
 		return nil // not a lock: a fencing counter, say
 	}
+	l := heldLock{kind: k.kind, namespace: k.namespace, name: k.name}
+	reader := k.role == roleReaders
 	if ns != "" && l.namespace != ns {
 		return nil
 	}
-	l.kind = kind
-	id := kind + "\x00" + l.namespace + "\x00" + l.name
+	id := k.kind + "\x00" + l.namespace + "\x00" + l.name
 	if reader {
 		ms := now.UnixMilli()
 		live, err := node.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: strconv.FormatInt(ms, 10), Max: "+inf"}).Result()
@@ -263,67 +259,5 @@ func (t *tool) inspect(ctx context.Context, node redis.Cmdable, key string, now 
 	} else {
 		prev.ttl = l.ttl
 	}
-	return nil
-}
-
-// cutLast cuts s around the last sep.
-func cutLast(s, sep string) (before, after string, ok bool) {
-	i := strings.LastIndex(s, sep)
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i], s[i+len(sep):], true
-}
-
-func (t *tool) release(ctx context.Context, args []string) error {
-	var force bool
-	rest, err := subFlags("release", args, func(fs *flag.FlagSet) { fs.BoolVar(&force, "force", false, "") })
-	if err != nil {
-		return err
-	}
-	if len(rest) != 1 {
-		return fmt.Errorf("release takes one key: %w", errUsage)
-	}
-	key := rest[0]
-	if !strings.HasPrefix(key, entityPrefix) {
-		return fmt.Errorf("%q is not a lock's key (they begin %s)", key, entityPrefix)
-	}
-	if !force {
-		return errors.New("release deletes a lock that its holder may still think it holds: say -force to do it")
-	}
-	kind, err := t.rdb.Type(ctx, key).Result()
-	if err != nil {
-		return err
-	}
-	if kind == "none" {
-		return fmt.Errorf("no key %q: the lock is not held", key)
-	}
-	ttl, err := t.rdb.PTTL(ctx, key).Result()
-	if err != nil {
-		return err
-	}
-	what := kind
-	switch kind {
-	case "string":
-		v, err := t.rdb.Get(ctx, key).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		what = fmt.Sprintf("a holder's token %x", v)
-	case "zset":
-		n, err := t.rdb.ZCard(ctx, key).Result()
-		if err != nil {
-			return err
-		}
-		what = fmt.Sprintf("%d reader tokens", n)
-	}
-	n, err := t.rdb.Del(ctx, key).Result()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return fmt.Errorf("no key %q: it expired meanwhile", key)
-	}
-	fmt.Fprintf(t.out, "released %s: removed %s, with %v of its lease left\n", printable(key), what, ttl.Round(time.Millisecond))
 	return nil
 }

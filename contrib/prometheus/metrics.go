@@ -30,11 +30,43 @@
 // The label is cron_job, not job, because Prometheus gives every series the
 // target's own job label: a scraped job label would be renamed exported_job.
 // For the same reason the lock family's namespace is lock_namespace, since
-// Kubernetes service discovery commonly adds a namespace label. reason is
-// one of the cron.Reason constants, or a [cron.Admission]'s own reason,
-// which must then come from a fixed set too; result is a [lock.Event]'s
-// Result. The slot and the run number are never labels: they would make a
-// series per run.
+// Kubernetes service discovery commonly adds a namespace label. result is
+// a [lock.Event]'s Result. The slot and the run number are never labels:
+// they would make a series per run.
+//
+// reason is a short word for the runtime's reason, whose sentence (a
+// cron.Reason constant) stays in the runtime's log records:
+//
+//	lease_held        cron.ReasonLeaseHeld: another replica ran the slot
+//	running           cron.ReasonRunning: a run of the job was in progress on another replica
+//	paused            cron.ReasonPaused: an operator paused the job
+//	retry_wait        cron.ReasonRetryWait: the slot's failed run waits out its back-off
+//	attempts_used_up  cron.ReasonAttemptsUsedUp: the slot failed every attempt it had
+//	too_late          cron.ReasonTooLate: the tick came after its slot's lease ended
+//	still_running     cron.ReasonStillRunning: this replica's previous run of a Cron job was going
+//	too_many_runs     cron.ReasonTooManyRuns: an AfterStart job had its limit of runs going
+//	admission_failed  cron.ReasonAdmissionFailed: the admission (a leased job's claim in Redis) failed
+//	not_admitted      cron.ReasonNotAdmitted: an Admission refused without a reason
+//	other             any other reason: an Admission's own, or one that a later runtime adds
+//
+// An Admission's own reason is free text, so it counts as other: a label
+// value per sentence would make a series per sentence. Look for the
+// sentence in the logs.
+//
+// # Lock operations
+//
+// The lock metrics count what a [lock.Db] made with
+// lock.WithObserver(m.ObserveLock) sends to Redis, one operation each, as
+// [lock.Event] describes: every acquire (TryLock, a FencedLock's TryLock,
+// TryRead, TryWrite, each name of a TryLockMany, each attempt of a waiting
+// Lock), release and extension (WhileHeld's included) of its locks and
+// tokens. They do not count an operation refused before anything was sent
+// (a done context, lock.ErrNotPermitted), the read-only queries of a
+// lock.ReadOnlyDb (Held, Inspect), nor the cron runtime's own leases: a
+// [cron.Leased] job's slot lease and run lease are kept by the runtime's
+// scripts in the job's record, beneath the Db's observer, and show in the
+// cron metrics instead (runs, and ticks skipped as lease_held or running).
+// A job that takes a lock itself, on a Db with the hook, is counted.
 //
 // A job's counters of runs (one per outcome) and of admission errors, and
 // its runs in progress, appear at 0 with its first tick on the replica, run
@@ -273,7 +305,7 @@ func (m *Metrics) runFinished(t cron.Tick, err error, took time.Duration) {
 
 func (m *Metrics) runSkipped(t cron.Tick, reason string) {
 	m.seen(t.Job)
-	m.skipped.WithLabelValues(t.Job, reason).Inc()
+	m.skipped.WithLabelValues(t.Job, reasonLabel(reason)).Inc()
 	if reason == cron.ReasonAdmissionFailed {
 		m.admissionErrs.WithLabelValues(t.Job).Inc()
 	}

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 
 	wprom "github.com/wakuwaku-go/wakuwaku/contrib/prometheus"
@@ -123,15 +124,16 @@ wakuwaku_cron_runs_in_progress{cron_job="succeeds"} 0
 		t.Errorf("wakuwaku_cron_clock_skew_seconds = %f, want within a second of 0: Redis runs on this machine", skew)
 	}
 
-	// A second replica's startup ticks find the slots' leases held.
+	// A second replica's startup ticks find the slots taken: succeeds's
+	// lease held, the failed slots of fails and panics out of attempts.
 	start(t, threeJobs(lock.NewDb(srv.Client(t))), m.Observer(ev.observer()))
 	wait(t, ev.skipped, 3, "ticks skipped")
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP wakuwaku_cron_skipped_total Ticks of a cron job that did not run on this replica, by reason.
 # TYPE wakuwaku_cron_skipped_total counter
-wakuwaku_cron_skipped_total{cron_job="fails",reason="lease held by another replica"} 1
-wakuwaku_cron_skipped_total{cron_job="panics",reason="lease held by another replica"} 1
-wakuwaku_cron_skipped_total{cron_job="succeeds",reason="lease held by another replica"} 1
+wakuwaku_cron_skipped_total{cron_job="fails",reason="attempts_used_up"} 1
+wakuwaku_cron_skipped_total{cron_job="panics",reason="attempts_used_up"} 1
+wakuwaku_cron_skipped_total{cron_job="succeeds",reason="lease_held"} 1
 `), "wakuwaku_cron_skipped_total"); err != nil {
 		t.Errorf("after the second replica's skips:\n%v", err)
 	}
@@ -187,7 +189,7 @@ func TestCronAdmissionErrors(t *testing.T) {
 wakuwaku_cron_admission_errors_total{cron_job="succeeds"} 1
 # HELP wakuwaku_cron_skipped_total Ticks of a cron job that did not run on this replica, by reason.
 # TYPE wakuwaku_cron_skipped_total counter
-wakuwaku_cron_skipped_total{cron_job="succeeds",reason="admission failed"} 1
+wakuwaku_cron_skipped_total{cron_job="succeeds",reason="admission_failed"} 1
 # HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: success, error or panic.
 # TYPE wakuwaku_cron_runs_total counter
 wakuwaku_cron_runs_total{cron_job="succeeds",outcome="error"} 0
@@ -285,5 +287,54 @@ func TestObserverChains(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m, "wakuwaku_cron_skipped_total"); n != 1 {
 		t.Errorf("wakuwaku_cron_skipped_total has %d series, want 1", n)
+	}
+}
+
+// TestAdmissionReasonIsOther skips a job's runs with an Admission's own
+// reason, free text: it counts under reason="other", not as a series of
+// its own.
+func TestAdmissionReasonIsOther(t *testing.T) {
+	m, reg := newMetrics(t)
+	ev := newEvents()
+	job := cron.Func("report", interval.AtLeast(time.Hour), func(context.Context, cron.Tick) error { return nil })
+	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(m.Observer(ev.observer())),
+		cron.WithAdmission("report", func(context.Context, cron.Tick) (bool, string, error) {
+			return false, "outside business hours (09:00-17:00 Europe/Paris)", nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	wait(t, ev.skipped, 1, "ticks skipped")
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP wakuwaku_cron_skipped_total Ticks of a cron job that did not run on this replica, by reason.
+# TYPE wakuwaku_cron_skipped_total counter
+wakuwaku_cron_skipped_total{cron_job="report",reason="other"} 1
+`), "wakuwaku_cron_skipped_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRuntimeLeasesNotCounted runs leased jobs over a Db with the lock hook,
+// on a real redis-server, in two replicas: the runtime's leases, taken and
+// found held, are no lock operations; a lock the test takes on the same Db
+// is one.
+func TestRuntimeLeasesNotCounted(t *testing.T) {
+	srv := redistest.Start(t)
+	m, reg := newMetrics(t)
+	ev := newEvents()
+	db := lock.NewDb(srv.Client(t), lock.WithObserver(m.ObserveLock))
+	start(t, threeJobs(db), m.Observer(ev.observer()))
+	wait(t, ev.finished, 3, "runs finished")
+	start(t, threeJobs(db), m.Observer(ev.observer()))
+	wait(t, ev.skipped, 3, "ticks skipped")
+	if n := testutil.CollectAndCount(m, "wakuwaku_lock_operations_total"); n != 0 {
+		t.Errorf("wakuwaku_lock_operations_total has %d series after the runtime's leases, want 0", n)
+	}
+	if tok, err := lock.New[string]("invoice", time.Minute).TryLock(t.Context(), db, "1"); tok == nil || err != nil {
+		t.Fatalf("TryLock = %v, %v; want a token", tok, err)
+	}
+	if got := testutil.ToFloat64(counterOf(t, reg, "wakuwaku_lock_operations_total", map[string]string{"lock_namespace": "invoice", "result": "acquired"})); got != 1 {
+		t.Errorf("wakuwaku_lock_operations_total{invoice, acquired} = %v, want 1", got)
 	}
 }

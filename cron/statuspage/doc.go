@@ -38,8 +38,16 @@
 //
 // With [WithActions] each job's row has Pause (or Resume) and Run now
 // buttons: HTML forms that POST to the page, and, once done, redirect back to
-// it (303 See Other). Without it the page has no buttons and a POST is
-// refused with 405 Method Not Allowed. A pause or run-now is recorded as
+// it (303 See Other), where a notice says what was done. Without it the page
+// has no buttons and a POST is refused with 405 Method Not Allowed.
+//
+// The notice comes only from what the handler did: the redirect's query
+// names the action and the job and carries their signature, an HMAC-SHA256
+// keyed with the visitor's token (below), and the page shows a notice only
+// for a signature it checks against the visitor's own token. A link made by
+// anyone else (?done=pause&on=billing) shows the page without a notice.
+// Replicas behind a load balancer check each other's signatures, since the
+// key is the visitor's, not the handler's. A pause or run-now is recorded as
 // coming from the serving process ([cron.NewAdmin]), not from a person: log
 // who asked in the authentication middleware if you need to know.
 //

@@ -2,8 +2,11 @@ package statuspage
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,6 +80,7 @@ const (
 	paramJob    = "job"    // narrows the page to one job; a form's job
 	paramDone   = "done"   // the action just done, after a redirect
 	paramOn     = "on"     // the job it was done on
+	paramSig    = "sig"    // the notice's signature: see noticeSig
 	fieldAction = "action" // a form's action: one of actions' keys
 	fieldToken  = "token"  // a form's copy of the visitor's token
 )
@@ -148,8 +152,8 @@ func (h *Handler) show(w http.ResponseWriter, r *http.Request) {
 	p := h.newPage(w, r)
 	p.Jobs = rows(jobs, p.Now)
 	p.One = one
-	if job := q.Get(paramOn); job != "" {
-		p.Done = doneText(q.Get(paramDone), job)
+	if action, job := q.Get(paramDone), q.Get(paramOn); job != "" && h.actions && signedNotice(r, action, job, q.Get(paramSig)) {
+		p.Done = doneText(action, job)
 	}
 	h.render(w, http.StatusOK, p)
 }
@@ -192,8 +196,9 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	}
 	// Back to the page the form was on (its filter kept), saying what was
 	// done, with a relative reference: the handler doesn't know where it
-	// is mounted.
-	back := url.Values{paramDone: {action}, paramOn: {job}}
+	// is mounted. The notice is signed, so that a link made elsewhere
+	// can't show one.
+	back := url.Values{paramDone: {action}, paramOn: {job}, paramSig: {noticeSig(r.PostForm.Get(fieldToken), action, job)}}
 	if one := r.URL.Query().Get(paramJob); one != "" {
 		back.Set(paramJob, one)
 	}
@@ -244,6 +249,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// Text as it is, as wakuwaku status -json prints it: nosniff keeps a
+	// browser from reading it as HTML.
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // the client went away, or nothing more can be said
 }
 
@@ -280,6 +288,34 @@ func wellFormed(t string) bool {
 		}
 	}
 	return true
+}
+
+// noticeSig signs the notice of an action done on a job, for the visitor
+// whose token it is: an HMAC-SHA256 keyed with the token, which only the
+// visitor's browser (an HttpOnly cookie, and the forms of the pages it
+// loaded) and the replicas that see its requests know. A link made by
+// anyone else can't carry a notice that the page would show, and the
+// replicas behind a load balancer need no shared secret to check each
+// other's. 128 bits of it, base64url.
+func noticeSig(token, action, job string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("wakuwaku statuspage notice\x00" + action + "\x00" + job))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// signedNotice reports whether sig is noticeSig's for one of the visitor's
+// tokens: the notice comes from a POST this visitor made and the page
+// performed.
+func signedNotice(r *http.Request, action, job, sig string) bool {
+	if sig == "" {
+		return false
+	}
+	for _, c := range r.CookiesNamed(tokenCookie) {
+		if wellFormed(c.Value) && hmac.Equal([]byte(noticeSig(c.Value, action, job)), []byte(sig)) {
+			return true
+		}
+	}
+	return false
 }
 
 // validToken reports a form whose token is one of the visitor's cookies'.

@@ -203,6 +203,15 @@ func (v visitor) post(target string, form url.Values) *http.Request {
 	return r
 }
 
+// get makes a GET of the page by the visitor's browser, with its cookie.
+func (v visitor) get(target string) *http.Request {
+	r := httptest.NewRequest("GET", target, nil)
+	for _, c := range v.cookies {
+		r.AddCookie(c)
+	}
+	return r
+}
+
 func (v visitor) form(action, job string) url.Values {
 	return url.Values{"action": {action}, "job": {job}, "token": {v.token}}
 }
@@ -280,23 +289,24 @@ func TestActions(t *testing.T) {
 	admin := startJobs(t, redistest.Start(t))
 	h := statuspage.New(admin, statuspage.WithActions())
 	v := visit(t, h)
-	post := func(t *testing.T, action string) {
+	post := func(t *testing.T, action string) string {
 		t.Helper()
 		r := v.post("/", v.form(action, "report"))
 		r.Header.Set("Sec-Fetch-Site", "same-origin")
 		r.Header.Set("Origin", "http://example.com") // httptest's Host
 		res, body := do(t, h, r)
-		if want := "?done=" + action + "&on=report"; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
-			t.Fatalf("POST %s = %s, Location %q; want 303, %q; body:\n%s", action, res.Status, res.Header.Get("Location"), want, body)
+		if want := "?done=" + action + "&on=report&sig="; res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), want) {
+			t.Fatalf("POST %s = %s, Location %q; want 303, %q and a signature; body:\n%s", action, res.Status, res.Header.Get("Location"), want, body)
 		}
+		return res.Header.Get("Location")
 	}
 
 	t.Run("pause", func(t *testing.T) {
-		post(t, "pause")
+		back := post(t, "pause")
 		if st, err := admin.Status(t.Context(), "report"); err != nil || !st.Paused {
 			t.Fatalf("Status(report) = paused %v, %v; want paused", st.Paused, err)
 		}
-		_, page := do(t, h, httptest.NewRequest("GET", "/?done=pause&on=report", nil))
+		_, page := do(t, h, v.get("/"+back))
 		row := rowOf(page, "report")
 		for _, want := range []string{`<span class="pill warn">paused</span>`, `value="resume">Resume</button>`} {
 			if !strings.Contains(row, want) {
@@ -313,7 +323,7 @@ func TestActions(t *testing.T) {
 	t.Run("from the job's own page", func(t *testing.T) {
 		r := v.post("/?job=report&done=run&on=report", v.form("resume", "report"))
 		res, body := do(t, h, r)
-		if want := "?done=resume&job=report&on=report"; res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want {
+		if want := "?done=resume&job=report&on=report&sig="; res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), want) {
 			t.Fatalf("POST resume from ?job=report = %s, Location %q; want 303, %q; body:\n%s", res.Status, res.Header.Get("Location"), want, body)
 		}
 		post(t, "pause")
@@ -337,6 +347,55 @@ func TestActions(t *testing.T) {
 			t.Errorf("the run after run-now has trigger %v, want %v", st.Last.Trigger, cron.TriggerRequest)
 		}
 	})
+}
+
+// TestNoticeOnlyFromTheServer opens links that the page's own redirect
+// did not make, with the visitor's cookie: none shows a notice, though the
+// page shows. Only the redirect of the visitor's own POST does.
+func TestNoticeOnlyFromTheServer(t *testing.T) {
+	admin := startJobs(t, redistest.Start(t))
+	h := statuspage.New(admin, statuspage.WithActions())
+	v := visit(t, h)
+	other := visit(t, h) // another browser, with a token of its own
+	res, _ := do(t, h, v.post("/", v.form("pause", "report")))
+	back, err := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusSeeOther || err != nil || back.Query().Get("sig") == "" {
+		t.Fatalf("POST pause = %s, Location %q; want 303 and a signed notice", res.Status, res.Header.Get("Location"))
+	}
+	sig := back.Query().Get("sig")
+	notice := regexp.MustCompile(`class="notice done"[^>]*>([^<]*)<`)
+	for _, tc := range []struct {
+		name string
+		req  *http.Request
+		want string // the notice; "" for none
+	}{
+		{"the redirect", v.get("/" + back.String()), "Paused report on every replica."},
+		{"a crafted link", v.get("/?done=pause&on=anything"), ""},
+		{"a crafted link to a real job", v.get("/?done=pause&on=report"), ""},
+		{"another job with the signature", v.get("/?done=pause&on=sweep&sig=" + sig), ""},
+		{"another action with the signature", v.get("/?done=resume&on=report&sig=" + sig), ""},
+		{"a made-up signature", v.get("/?done=pause&on=anything&sig=AAAAAAAAAAAAAAAAAAAAAA"), ""},
+		{"the redirect in another browser", other.get("/" + back.String()), ""},
+		{"the redirect without the cookie", httptest.NewRequest("GET", "/"+back.String(), nil), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, page := do(t, h, tc.req)
+			if res.StatusCode != http.StatusOK || rowOf(page, "report") == "" {
+				t.Fatalf("GET %s = %s, want 200 and the page; body:\n%s", tc.req.URL, res.Status, page)
+			}
+			got := ""
+			if m := notice.FindStringSubmatch(page); m != nil {
+				got = m[1]
+			}
+			if got != tc.want {
+				t.Errorf("GET %s shows the notice %q, want %q", tc.req.URL, got, tc.want)
+			}
+		})
+	}
+	// A page without actions never shows one: it did nothing.
+	if _, page := do(t, statuspage.New(admin), v.get("/"+back.String())); notice.MatchString(page) {
+		t.Errorf("a page without actions shows a notice:\n%s", page)
+	}
 }
 
 // TestBadForms posts forms the page doesn't make, and one for a job
@@ -435,11 +494,14 @@ func TestMounted(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if want := "/admin/cron/?done=pause&on=report"; res.StatusCode != http.StatusOK || res.Request.URL.RequestURI() != want {
+	if want := "/admin/cron/?done=pause&on=report&sig="; res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Request.URL.RequestURI(), want) {
 		t.Fatalf("POST /admin/cron/ ended at %s with %s, want %s with 200; body:\n%s", res.Request.URL.RequestURI(), res.Status, want, body)
 	}
 	if !strings.Contains(rowOf(string(body), "report"), `value="resume"`) {
 		t.Errorf("the page after the redirect doesn't show report paused:\n%s", body)
+	}
+	if want := "Paused report on every replica."; !strings.Contains(string(body), want) {
+		t.Errorf("the page after the redirect lacks %q:\n%s", want, body)
 	}
 	if st, err := admin.Status(t.Context(), "report"); err != nil || !st.Paused {
 		t.Errorf("Status(report) = paused %v, %v; want paused", st.Paused, err)

@@ -18,6 +18,11 @@
 //	go run ./examples/hourlyreport -redis redis://127.0.0.1:6379/0 -hour 1m
 //	go run ./examples/hourlyreport -seed             # the job takes the lease
 //	go run ./examples/hourlyreport -admin :8080      # and the status page
+//	SSL_CERT_FILE=ca.pem go run ./examples/hourlyreport -redis rediss://user:password@host:6380
+//
+// The last one speaks TLS to Redis, as an ACL user, trusting the
+// certificate authority in ca.pem (docs/operating.md gives the user's
+// rule).
 //
 // With -admin the program also serves the jobs' status page
 // (package statuspage), with its Pause, Resume and Run now buttons, at the

@@ -19,6 +19,11 @@
 //		srv.Resume(t)
 //	}
 //
+// StartTLS runs a server that speaks TLS only, with certificates the rig makes for the test
+// (a client certificate too), and Server.SetUser makes an ACL user, for the tests of least
+// privilege and of encrypted connections. CommandStats reads what the server ran, and what it
+// refused.
+//
 // Mini starts an embedded miniredis for quick unit tests that need no real server.
 //
 // The real servers need the redis-server binary on PATH. When it is missing, Start and

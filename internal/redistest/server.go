@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,9 @@ type Server struct {
 	args    []string // every argument but the port, which goes last
 	cluster bool
 	port    int // set before Start returns and never changed afterwards
+
+	tls      *tls.Config // a StartTLS server's client configuration; nil for Start's
+	tlsFiles TLSFiles
 
 	mu     sync.Mutex
 	proc   *process // nil after Kill or cleanup
@@ -129,10 +133,11 @@ func (s *Server) Addr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 }
 
-// Options returns new client options pointing at the server, for redis.NewClient. The caller
-// may change them freely; each call returns a fresh value.
+// Options returns new client options pointing at the server, for redis.NewClient, over TLS
+// with the client certificate for a server started by StartTLS. The caller may change them
+// freely; each call returns a fresh value.
 func (s *Server) Options() *redis.Options {
-	return &redis.Options{Addr: s.Addr()}
+	return &redis.Options{Addr: s.Addr(), TLSConfig: s.TLSConfig()}
 }
 
 // Client returns a new go-redis client for the server, made from Options. The test's cleanup
@@ -254,6 +259,7 @@ func (s *Server) adminClient() *redis.Client {
 	if s.admin == nil {
 		s.admin = redis.NewClient(&redis.Options{
 			Addr:                  s.Addr(),
+			TLSConfig:             s.TLSConfig(),
 			Protocol:              2,
 			DisableIdentity:       true,
 			ContextTimeoutEnabled: true,
@@ -314,7 +320,7 @@ func (s *Server) start(pickPort bool) error {
 		if p, logFrom, err = s.spawn(); err != nil {
 			return err
 		}
-		if err = p.waitReady(s.Addr()); err == nil {
+		if err = p.waitReady(s.Addr(), s.tls); err == nil {
 			s.proc, s.pid, s.paused = p, p.cmd.Process.Pid, false
 			return nil
 		}
@@ -343,7 +349,11 @@ func (s *Server) spawn() (*process, int64, error) {
 	}
 	fmt.Fprintf(f, "### redistest %s: starting redis-server on port %d\n",
 		time.Now().Format(time.RFC3339Nano), s.port)
-	cmd := exec.Command(s.bin, append(slices.Clone(s.args), "--port", strconv.Itoa(s.port))...)
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if s.tls != nil {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}
+	}
+	cmd := exec.Command(s.bin, append(slices.Clone(s.args), port...)...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = ChildProcAttr()
@@ -360,11 +370,12 @@ func (s *Server) spawn() (*process, int64, error) {
 
 // waitReady polls the server until it answers INFO with its own pid, it exits, or the
 // ready timeout passes. Checking the pid matters: when two tests race for one port, the loser
-// must not mistake the winner's server for its own.
-func (p *process) waitReady(addr string) error {
+// must not mistake the winner's server for its own. A TLS server (tc not nil) is asked over
+// TLS.
+func (p *process) waitReady(addr string, tc *tls.Config) error {
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		pid, err := serverPid(addr, time.Second)
+		pid, err := serverPid(addr, tc, time.Second)
 		switch {
 		case err == nil && pid == p.cmd.Process.Pid:
 			return nil
@@ -384,9 +395,16 @@ func (p *process) waitReady(addr string) error {
 }
 
 // serverPid asks the server at addr for its process id with a plain INFO, without a client
-// library, so that nothing is configured or retried behind the rig's back.
-func serverPid(addr string, timeout time.Duration) (int, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+// library, so that nothing is configured or retried behind the rig's back; over TLS if tc is
+// not nil.
+func serverPid(addr string, tc *tls.Config, timeout time.Duration) (int, error) {
+	var conn net.Conn
+	var err error
+	if tc != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", addr, tc)
+	} else {
+		conn, err = net.DialTimeout("tcp", addr, timeout)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,32 @@
+package prometheus
+
+import "github.com/wakuwaku-go/wakuwaku/cron"
+
+// reasonLabels are the values of the reason label, by the runtime's
+// reason: short words, as a label value is, where the reasons are the
+// sentences the runtime logs.
+var reasonLabels = map[string]string{
+	cron.ReasonLeaseHeld:       "lease_held",
+	cron.ReasonRunning:         "running",
+	cron.ReasonPaused:          "paused",
+	cron.ReasonRetryWait:       "retry_wait",
+	cron.ReasonAttemptsUsedUp:  "attempts_used_up",
+	cron.ReasonTooLate:         "too_late",
+	cron.ReasonStillRunning:    "still_running",
+	cron.ReasonTooManyRuns:     "too_many_runs",
+	cron.ReasonAdmissionFailed: "admission_failed",
+	cron.ReasonNotAdmitted:     "not_admitted",
+}
+
+// reasonOther is the reason label of every other reason: an Admission's
+// own, or one the runtime added after this adapter. It keeps the label's
+// values a small, fixed set whatever an Admission says.
+const reasonOther = "other"
+
+// reasonLabel returns the reason label of a skip's reason.
+func reasonLabel(reason string) string {
+	if l, ok := reasonLabels[reason]; ok {
+		return l
+	}
+	return reasonOther
+}
