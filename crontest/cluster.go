@@ -35,21 +35,24 @@ type Cluster struct {
 	cronOpts []cron.Option
 	redis    *miniredis.Miniredis
 
-	mu        sync.Mutex
-	replicas  []*replica
-	started   []*incarnation // every runtime started, for the cleanup
-	runs      []*Run
-	skips     map[slotOf][]string // why replicas skipped a slot, for messages
-	downUntil time.Time           // Redis fails every command before it
-	jobIndex  map[string]cron.Job // the first copy of each job, by name
+	mu         sync.Mutex
+	replicas   []*replica
+	started    []*incarnation // every runtime started, for the cleanup
+	runs       []*Run
+	skips      map[slotOf][]string // why replicas skipped a slot, for messages
+	downUntil  time.Time           // Redis fails every command before it
+	stallUntil time.Time           // Redis holds every command until it
+	jobIndex   map[string]cron.Job // the first copy of each job, by name
+	observer   *redis.Client       // Client's, made at its first call
 }
 
 // replica is one replica: its clock and the runtime that runs it now.
 type replica struct {
-	index  int
-	offset atomic.Int64 // what its clock reads ahead of the bubble's
-	cur    *incarnation // nil while it is down
-	start  *time.Timer  // a start that WithStartDelays put off
+	index   int
+	offset  atomic.Int64  // what its clock reads ahead of the bubble's
+	latency time.Duration // how long its commands take to reach Redis
+	cur     *incarnation  // nil while it is down
+	start   *time.Timer   // a start that WithStartDelays put off
 
 	// What Add and Remove did to its jobs, in order, which a start
 	// applies to New's jobs. Guarded by Cluster.mu.
@@ -104,8 +107,8 @@ type Run struct {
 type Option func(*options) error
 
 type options struct {
-	offsets, delays []time.Duration
-	cron            []cron.Option
+	offsets, delays, latencies []time.Duration
+	cron                       []cron.Option
 }
 
 // WithClockOffsets sets the replicas' clocks: replica i's reads the
@@ -128,6 +131,28 @@ func WithStartDelays(delays ...time.Duration) Option {
 			}
 		}
 		o.delays = delays
+		return nil
+	}
+}
+
+// WithRedisLatency sets how long the replicas' Redis commands take to
+// reach Redis: replica i's take latencies[i], the others none; a new
+// connection's handshake takes none. The replies come back at once. A
+// latency must not be negative.
+//
+// Besides modelling a replica far from Redis, distinct latencies make a
+// test exactly repeatable: replicas that act at one instant of the bubble's
+// clock (all of them hear a run-now request at once, or start together)
+// reach Redis one after the other, in the order of their latencies, rather
+// than in the order the Go scheduler happens to run them.
+func WithRedisLatency(latencies ...time.Duration) Option {
+	return func(o *options) error {
+		for i, d := range latencies {
+			if d < 0 {
+				return fmt.Errorf("crontest: WithRedisLatency: replica %d's latency %v is negative", i, d)
+			}
+		}
+		o.latencies = latencies
 		return nil
 	}
 }
@@ -182,6 +207,9 @@ func New(tb testing.TB, replicas int, jobs func(rdb *redis.Client) []cron.Job, o
 		if i < len(o.offsets) {
 			r.offset.Store(int64(o.offsets[i]))
 		}
+		if i < len(o.latencies) {
+			r.latency = o.latencies[i]
+		}
 		c.replicas = append(c.replicas, r)
 	}
 	for i, r := range c.replicas {
@@ -225,7 +253,7 @@ func (c *Cluster) start(r *replica) error {
 		// from the bubble.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
-	inc.client.AddHook(faults{c: c, inc: inc})
+	inc.client.AddHook(faults{c: c, inc: inc, latency: r.latency})
 	c.mu.Lock()
 	changes := slices.Clone(r.changes)
 	c.mu.Unlock()
@@ -459,6 +487,52 @@ func (c *Cluster) RedisDown(d time.Duration) {
 	}
 }
 
+// RedisStall makes Redis hold every command of every replica for d from
+// now, as a server that is busy (a slow command, a fork for a snapshot) or
+// a network that stops delivering does: a command that reaches Redis before
+// d has passed waits until then and is served afterwards, in the order of
+// the replicas' latencies (see [WithRedisLatency]); one whose context ends
+// first fails with the context's error. Keys keep expiring meanwhile. A
+// later call can lengthen the stall, not shorten it. Pub/Sub messages and
+// [Cluster.Client] are not held.
+func (c *Cluster) RedisStall(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until := time.Now().Add(d); until.After(c.stallUntil) {
+		c.stallUntil = until
+	}
+}
+
+// RedisRestart restarts Redis without persistence, as a crash or a
+// failover to a replica that had not caught up does: every key and every
+// cached script is lost now, and Redis is down for down (see
+// [Cluster.RedisDown]; 0 for a restart the replicas don't notice). The
+// replicas' Pub/Sub subscriptions survive it.
+func (c *Cluster) RedisRestart(down time.Duration) {
+	c.tb.Helper()
+	c.redis.FlushAll()
+	if err := c.Client().ScriptFlush(context.Background()).Err(); err != nil {
+		c.tb.Errorf("crontest: RedisRestart: flushing the scripts: %v", err)
+	}
+	c.RedisDown(down)
+}
+
+// Client returns a client of the cluster's Redis that no fault reaches:
+// for the test's own reads, and for an operator's commands
+// (cron.NewAdmin(lock.NewDb(c.Client()))). Every call returns the same
+// client, which the cluster closes at tb's cleanup.
+func (c *Cluster) Client() *redis.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.observer == nil {
+		c.observer = redis.NewClient(&redis.Options{
+			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return c.redis.Dial() },
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		})
+	}
+	return c.observer
+}
+
 // StepClock steps replica i's clock by d (back if d is negative), as an NTP
 // correction or a machine waking from suspend does. The step lasts: it
 // survives a restart. The runtime's timers wait on the monotonic clock, as
@@ -506,6 +580,12 @@ func (c *Cluster) close() {
 		}
 		_ = inc.client.Close()
 	}
+	c.mu.Lock()
+	observer := c.observer
+	c.mu.Unlock()
+	if observer != nil {
+		_ = observer.Close()
+	}
 	c.redis.Close()
 }
 
@@ -523,18 +603,72 @@ func (c *Cluster) redisErr(inc *incarnation) error {
 	return nil
 }
 
-// faults is the go-redis hook that fails the commands of a killed replica,
-// and every command while Redis is down, before they are sent.
+// transit takes a command of inc's client to Redis: it waits out a stall,
+// then the replica's latency (none for a connection's handshake), and
+// returns the error the command fails with when it arrives, if any. A
+// killed replica's command goes nowhere.
+func (c *Cluster) transit(ctx context.Context, inc *incarnation, latency time.Duration, cmds ...redis.Cmder) error {
+	if inc.dead.Load() {
+		return ErrKilled
+	}
+	for {
+		c.mu.Lock()
+		stall := time.Until(c.stallUntil)
+		c.mu.Unlock()
+		if stall <= 0 {
+			break
+		}
+		if err := wait(ctx, stall); err != nil {
+			return err
+		}
+	}
+	if latency > 0 && !handshake(cmds) {
+		if err := wait(ctx, latency); err != nil {
+			return err
+		}
+	}
+	return c.redisErr(inc)
+}
+
+// handshake reports whether cmds are a new connection's handshake (HELLO,
+// CLIENT SETINFO), which go-redis sends through the hooks too: it takes no
+// time, so that whether a command finds a connection in the pool or dials
+// one does not change when it reaches Redis.
+func handshake(cmds []redis.Cmder) bool {
+	for _, cmd := range cmds {
+		if n := cmd.Name(); n != "hello" && n != "client" {
+			return false
+		}
+	}
+	return len(cmds) > 0
+}
+
+// wait waits d, or until ctx ends and returns its error.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// faults is the go-redis hook that takes each command of a replica to
+// Redis through the cluster's faults (see transit): a killed replica's,
+// and every command while Redis is down, fail before they are sent.
 type faults struct {
-	c   *Cluster
-	inc *incarnation
+	c       *Cluster
+	inc     *incarnation
+	latency time.Duration
 }
 
 func (f faults) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if err := f.c.redisErr(f.inc); err != nil {
+		if err := f.c.transit(ctx, f.inc, f.latency, cmd); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -544,7 +678,7 @@ func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (f faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if err := f.c.redisErr(f.inc); err != nil {
+		if err := f.c.transit(ctx, f.inc, f.latency, cmds...); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}

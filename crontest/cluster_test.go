@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/interval"
@@ -128,22 +126,12 @@ func checkAll(t *testing.T, c *Cluster, job string, from, to time.Time) {
 	c.AtMostConcurrent(t, job, 1)
 }
 
-// client returns a client of the cluster's Redis that no fault reaches.
-func (c *Cluster) client(t *testing.T) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{
-		Dialer:                   func(context.Context, string, string) (net.Conn, error) { return c.redis.Dial() },
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
-}
-
 // TestLeaseExpiresOnFakeTime checks that a key expires when the bubble's
 // clock says so, not a nanosecond before or after.
 func TestLeaseExpiresOnFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(t, 1, func(*redis.Client) []cron.Job { return nil })
-		db := lock.NewDb(c.client(t))
+		db := lock.NewDb(c.Client())
 		l := lock.New[string]("test", 55*time.Minute)
 		ctx := t.Context()
 		if tok, err := l.TryLock(ctx, db, "a"); tok == nil || err != nil {
@@ -209,7 +197,7 @@ func TestKill(t *testing.T) {
 				// The killed run holds the job under its run lease, which
 				// nobody extends any more: the record says so, and then
 				// that the run was lost.
-				admin := cron.NewAdmin(lock.NewDb(c.client(t)))
+				admin := cron.NewAdmin(lock.NewDb(c.Client()))
 				st, err := admin.Status(t.Context(), "report")
 				if err != nil || st.Running == nil || st.Running.Replica != "replica-1" {
 					t.Errorf("Status(report) after the kill = %+v, %v; want a run in progress on replica-1", st.Running, err)
@@ -290,7 +278,7 @@ func TestRedisDown(t *testing.T) {
 				c := New(t, 3, kind.leased(time.Minute), WithClockOffsets(0, 2*time.Second, -3*time.Minute))
 				time.Sleep(2*time.Hour + 58*time.Minute)
 				c.RedisDown(10 * time.Minute)
-				if err := c.client(t).Ping(t.Context()).Err(); err != nil {
+				if err := c.Client().Ping(t.Context()).Err(); err != nil {
 					t.Errorf("a client outside the cluster: Ping = %v, want nil", err)
 				}
 				time.Sleep(2 * time.Hour)
@@ -448,7 +436,7 @@ func TestRedisDownFailsJobsCommands(t *testing.T) {
 		if strings.Join(got, "|") != want {
 			t.Errorf("runs = %q, want %q", got, want)
 		}
-		if n, err := c.client(t).Get(t.Context(), "count").Int(); n != 2 || err != nil {
+		if n, err := c.Client().Get(t.Context(), "count").Int(); n != 2 || err != nil {
 			t.Errorf("GET count = %d, %v, want 2", n, err)
 		}
 	})
@@ -471,7 +459,7 @@ func TestKilledReplicaSendsNothing(t *testing.T) {
 		if err := <-after; !errors.Is(err, ErrKilled) {
 			t.Errorf("SET after the kill = %v, want ErrKilled", err)
 		}
-		if n, err := c.client(t).Exists(t.Context(), "after").Result(); n != 0 || err != nil {
+		if n, err := c.Client().Exists(t.Context(), "after").Result(); n != 0 || err != nil {
 			t.Errorf("EXISTS after = %d, %v, want 0", n, err)
 		}
 		runs := c.Runs()
@@ -509,6 +497,7 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{"no replicas", 0, nil, "want at least 1"},
 		{"negative delay", 2, []Option{WithStartDelays(0, -time.Second)}, "replica 1's delay -1s is negative"},
+		{"negative latency", 2, []Option{WithRedisLatency(-time.Millisecond)}, "replica 0's latency -1ms is negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

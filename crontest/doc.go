@@ -35,8 +35,13 @@
 // its Redis client sends nothing more, and its leases stay in Redis until
 // they expire. [Cluster.Restart] starts a fresh runtime in its place.
 // [Cluster.RedisDown] makes every Redis command of every replica fail for a
-// while, as an unreachable server does. [Cluster.StepClock] steps one
+// while, as an unreachable server does; [Cluster.RedisStall] holds them for
+// a while, as a busy server does; [Cluster.RedisRestart] empties Redis, as
+// a restart without persistence does. [Cluster.StepClock] steps one
 // replica's clock, as an NTP correction or a suspended machine does.
+// [WithRedisLatency] gives each replica's commands a latency. The test's
+// own client, [Cluster.Client], reads Redis through none of these faults,
+// and serves an operator's commands (cron.Admin).
 //
 // # Jobs that change
 //

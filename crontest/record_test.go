@@ -69,7 +69,7 @@ func TestKilledRunRetried(t *testing.T) {
 		if d := retry.Start.Sub(killed); d <= 0 || d > time.Minute+time.Millisecond {
 			t.Errorf("the retry started %v after the kill, want within the run lease, 1m (and 1ms)", d)
 		}
-		st, err := cron.NewAdmin(lock.NewDb(c.client(t))).Status(t.Context(), "report")
+		st, err := cron.NewAdmin(lock.NewDb(c.Client())).Status(t.Context(), "report")
 		if err != nil || st.SlotState != "done" || st.Attempts != 2 || st.LastFailure == nil || st.LastFailure.Outcome != "lost" {
 			t.Errorf("Status = slot %q after %d attempts, last failure %+v, %v; want done after 2, the killed run lost", st.SlotState, st.Attempts, st.LastFailure, err)
 		}
@@ -98,7 +98,7 @@ func TestKilledRunAtMostOnce(t *testing.T) {
 func TestPauseRunNowResume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(t, 3, recorded(hourly, time.Minute, cron.LeaseConfig{}))
-		admin := cron.NewAdmin(lock.NewDb(c.client(t)))
+		admin := cron.NewAdmin(lock.NewDb(c.Client()))
 		time.Sleep(30 * time.Minute)
 		if err := admin.Pause(t.Context(), "report"); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,144 @@
+package crontest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+)
+
+// TestRedisLatency checks that a replica's command takes its latency to
+// reach Redis, and that replicas acting at one instant reach Redis in the
+// order of their latencies.
+func TestRedisLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		took := make(map[string]time.Duration)
+		started := 0
+		jobs := func(rdb *redis.Client) []cron.Job {
+			mu.Lock()
+			name := fmt.Sprint(started) // New starts replica 0, then 1, then 2
+			started++
+			mu.Unlock()
+			return []cron.Job{cron.Func("push", hourly, func(ctx context.Context, _ cron.Tick) error {
+				sent := time.Now()
+				err := rdb.RPush(ctx, "order", name).Err()
+				mu.Lock()
+				took[name] = time.Since(sent)
+				mu.Unlock()
+				return err
+			})}
+		}
+		c := New(t, 3, jobs, WithRedisLatency(3*time.Millisecond, time.Millisecond, 2*time.Millisecond))
+		time.Sleep(time.Minute)
+		order, err := c.Client().LRange(t.Context(), "order", 0, -1).Result()
+		if got := strings.Join(order, " "); got != "1 2 0" || err != nil {
+			t.Errorf("LRANGE order = %q, %v, want replicas 1 2 0 (by latency)", got, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for name, want := range map[string]time.Duration{"0": 3 * time.Millisecond, "1": time.Millisecond, "2": 2 * time.Millisecond} {
+			if took[name] != want {
+				t.Errorf("replica %s's RPUSH took %v, want its latency %v", name, took[name], want)
+			}
+		}
+	})
+}
+
+// TestRedisStall checks that a stall holds a command until it ends, fails
+// one whose context ends first, and holds neither Client nor a command
+// sent after it.
+func TestRedisStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		type result struct {
+			at  time.Duration
+			err error
+		}
+		results := make(chan result, 4)
+		everyMinute := interval.MustCron("CRON_TZ=UTC * * * * *").WithoutStartupRun()
+		c := New(t, 1, func(rdb *redis.Client) []cron.Job {
+			return []cron.Job{cron.Func("incr", everyMinute, func(ctx context.Context, _ cron.Tick) error {
+				short, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				err := rdb.Incr(short, "n").Err()
+				results <- result{time.Since(t0), err}
+				err = rdb.Incr(ctx, "n").Err()
+				results <- result{time.Since(t0), err}
+				return err
+			})}
+		})
+		time.Sleep(30 * time.Second)
+		c.RedisStall(time.Minute) // until 00:01:30
+		c.RedisStall(time.Second) // shortens nothing
+		if err := c.Client().Ping(t.Context()).Err(); err != nil {
+			t.Errorf("Client().Ping during the stall = %v, want nil", err)
+		}
+		time.Sleep(2 * time.Minute)
+		want := []result{
+			{time.Minute + 10*time.Second, context.DeadlineExceeded}, // the stall outlasted its context
+			{90 * time.Second, nil},                                  // held to the stall's end
+			{2 * time.Minute, nil},                                   // the next minute's run: no stall
+			{2 * time.Minute, nil},
+		}
+		for i, w := range want {
+			got := <-results
+			if got.at != w.at || !errors.Is(got.err, w.err) {
+				t.Errorf("INCR %d returned at %v with %v, want at %v with %v", i, got.at, got.err, w.at, w.err)
+			}
+		}
+	})
+}
+
+// TestRedisRestart checks that a restart loses every key and cached
+// script, that the leased job's record and runs carry on once Redis is
+// back, and that Redis is down for as long as it says.
+func TestRedisRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		c := New(t, 2, jobKinds[1].leased(time.Minute), WithClockOffsets(0, 2*time.Second))
+		rdb := c.Client()
+		if c.Client() != rdb {
+			t.Error("Client() returned two clients")
+		}
+		ctx := t.Context()
+		sha, err := rdb.ScriptLoad(ctx, "return 1").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Minute)
+		record := "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:report}"
+		if n, err := rdb.Exists(ctx, record).Result(); n != 1 || err != nil {
+			t.Fatalf("EXISTS the record = %d, %v, want 1", n, err)
+		}
+		c.RedisRestart(0)
+		if n, err := rdb.DBSize(ctx).Result(); n != 0 || err != nil {
+			t.Errorf("DBSIZE after RedisRestart = %d, %v, want 0", n, err)
+		}
+		if ok, err := rdb.ScriptExists(ctx, sha).Result(); err != nil || len(ok) != 1 || ok[0] {
+			t.Errorf("SCRIPT EXISTS after RedisRestart = %v, %v, want [false]", ok, err)
+		}
+		time.Sleep(88 * time.Minute) // 01:58
+		c.RedisRestart(5 * time.Minute)
+		time.Sleep(time.Hour + 30*time.Minute)
+		var got []string
+		for _, r := range c.Runs() {
+			got = append(got, r.Tick.Slot.Start.Sub(t0).String())
+		}
+		// 01:00 ran with the scripts sent again; 02:00's ticks came while
+		// Redis was down.
+		if want := "0s 1h0m0s 3h0m0s"; strings.Join(got, " ") != want {
+			t.Errorf("runs of the slots %q, want %q", got, want)
+		}
+		c.OncePerSlot(t, "report")
+	})
+}

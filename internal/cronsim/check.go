@@ -1,0 +1,726 @@
+package cronsim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/crontest"
+)
+
+// Violation is an invariant that a history breaks.
+type Violation struct {
+	// Invariant is "I1" to "I8" (see the package documentation), or "H"
+	// for the harness: crontest reported an error.
+	Invariant string
+	// Rule names which of the invariant's checks it broke: "slot lost",
+	// "retry lost" or "idle" for I4, for instance.
+	Rule string
+	Job  string
+	At   time.Time
+	Msg  string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s (%s) %s at %s: %s", v.Invariant, v.Rule, v.Job, stamp(v.At), v.Msg)
+}
+
+// Margins of the checks.
+const (
+	// tickMargin is how long a replica and Redis must be well around a
+	// tick for its slot to be owed a run or a Warn (I4): the claim's round
+	// trip, with room.
+	tickMargin = 10 * time.Second
+	// requestMargin is how soon a run-now request is owed its run (I6).
+	requestMargin = 5 * time.Second
+	// defaultRunTTL is the run lease when LeaseConfig.RunTTL is 0: at
+	// most 30 seconds.
+	defaultRunTTL = 30 * time.Second
+)
+
+// Check returns the violations of the invariants that h shows, by time,
+// leaving out those named in ignore.
+func Check(sc *Scenario, h *History, ignore ...string) []Violation {
+	c := newChecker(sc, h)
+	if len(h.Harness) > 0 {
+		c.add("H", "harness", "", h.End, "%s", strings.Join(h.Harness, "; "))
+	}
+	for i := range sc.Jobs {
+		j := &sc.Jobs[i]
+		c.overlaps(j)
+		c.slotRuns(j)
+		if j.Versions[0].Policy.Shared() {
+			c.cronSlotsRun(j)
+		} else {
+			c.durationSlotsRun(j)
+		}
+		c.pauses(j)
+		c.requests(j)
+		c.records(j)
+		c.catchUps(j)
+	}
+	out := slices.DeleteFunc(c.out, func(v Violation) bool { return slices.Contains(ignore, v.Invariant) })
+	slices.SortStableFunc(out, func(a, b Violation) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// span is a stretch of the bubble's time, [from, to).
+type span struct{ from, to time.Time }
+
+func (s span) contains(a, b time.Time) bool { return !a.Before(s.from) && !b.After(s.to) }
+
+func (s span) meets(a, b time.Time) bool { return a.Before(s.to) && !b.Before(s.from) }
+
+// checker holds a history and the timelines the scenario's events make.
+type checker struct {
+	sc         *Scenario
+	h          *History
+	start, end time.Time
+	downs      []span // Redis down or restarting: commands fail
+	stalls     []span // Redis stalled: commands wait
+	bad        []span // both
+	flushes    []time.Time
+	up         [Replicas][]span // each replica's runtimes
+	steps      [Replicas][]Event
+	deploys    [Replicas][]Event
+	paused     map[string][]span
+	out        []Violation
+}
+
+func newChecker(sc *Scenario, h *History) *checker {
+	runs := *h
+	runs.Runs = slices.Clone(h.Runs)
+	slices.SortStableFunc(runs.Runs, func(a, b Run) int { return a.Start.Compare(b.Start) })
+	h = &runs
+	c := &checker{sc: sc, h: h, start: sc.Start, end: h.End, paused: make(map[string][]span)}
+	if c.end.IsZero() {
+		c.end = sc.Start.Add(sc.Span)
+	}
+	var upSince [Replicas]time.Time
+	for i := range upSince {
+		upSince[i] = sc.Start
+	}
+	down := func(i int, at time.Time) {
+		if !upSince[i].IsZero() {
+			c.up[i] = append(c.up[i], span{upSince[i], at})
+			upSince[i] = time.Time{}
+		}
+	}
+	for _, e := range sc.Events {
+		at := sc.Start.Add(e.At)
+		switch e.Kind {
+		case Kill:
+			down(e.Replica, at)
+		case Restart, Deploy:
+			down(e.Replica, at)
+			upSince[e.Replica] = at
+			if e.Kind == Deploy {
+				c.deploys[e.Replica] = append(c.deploys[e.Replica], e)
+			}
+		case RedisDown:
+			c.downs = append(c.downs, span{at, at.Add(e.D)})
+		case RedisStall:
+			c.stalls = append(c.stalls, span{at, at.Add(e.D)})
+		case RedisRestart:
+			c.downs = append(c.downs, span{at, at.Add(e.D + time.Nanosecond)})
+			c.flushes = append(c.flushes, at)
+		case StepClock:
+			c.steps[e.Replica] = append(c.steps[e.Replica], e)
+		}
+	}
+	for i := range upSince {
+		down(i, c.end)
+	}
+	c.bad = append(slices.Clone(c.downs), c.stalls...)
+	// A pause lasts from the Pause that the record took to the Resume,
+	// or to Redis losing the record.
+	since := make(map[string]time.Time)
+	stop := func(job string, at time.Time) {
+		if p, ok := since[job]; ok {
+			c.paused[job] = append(c.paused[job], span{p, at})
+			delete(since, job)
+		}
+	}
+	flushes := slices.Clone(c.flushes)
+	for _, op := range h.Admin {
+		for len(flushes) > 0 && !flushes[0].After(op.At) {
+			for job := range since {
+				stop(job, flushes[0])
+			}
+			flushes = flushes[1:]
+		}
+		if op.Err != nil {
+			continue
+		}
+		switch op.Kind {
+		case Pause:
+			if _, ok := since[op.Job]; !ok {
+				since[op.Job] = op.At
+			}
+		case Resume:
+			stop(op.Job, op.At)
+		}
+	}
+	for job, p := range since {
+		end := c.end
+		for _, f := range flushes {
+			if f.After(p) {
+				end = f
+				break
+			}
+		}
+		c.paused[job] = append(c.paused[job], span{p, end})
+	}
+	return c
+}
+
+func (c *checker) add(inv, rule, job string, at time.Time, format string, args ...any) {
+	c.out = append(c.out, Violation{Invariant: inv, Rule: rule, Job: job, At: at, Msg: fmt.Sprintf(format, args...)})
+}
+
+// healthy reports whether Redis served every command in [a, b] as it
+// came, without losing its keys.
+func (c *checker) healthy(a, b time.Time) bool {
+	for _, s := range c.bad {
+		if s.meets(a, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// flushed reports whether Redis lost every key in [a, b].
+func (c *checker) flushed(a, b time.Time) bool {
+	for _, f := range c.flushes {
+		if !f.Before(a) && !f.After(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// healthyFrom returns the first instant from a at which Redis is healthy
+// for d.
+func (c *checker) healthyFrom(a time.Time, d time.Duration) time.Time {
+	for moved := true; moved; {
+		moved = false
+		for _, s := range c.bad {
+			if s.meets(a, a.Add(d)) {
+				a, moved = s.to, true
+			}
+		}
+	}
+	return a
+}
+
+// arrival returns when a command that replica i sent at t reached Redis,
+// as crontest takes it there: held to the end of a stall, then the
+// replica's latency. It returns false if the command failed: Redis was
+// down when it arrived, the replica was killed first, or it took longer
+// than timeout.
+func (c *checker) arrival(i int, t time.Time, timeout time.Duration) (time.Time, bool) {
+	at := t
+	for moved := true; moved; {
+		moved = false
+		for _, s := range c.stalls {
+			if !at.Before(s.from) && at.Before(s.to) {
+				at, moved = s.to, true
+			}
+		}
+	}
+	at = at.Add(c.sc.Latencies[i])
+	if at.Sub(t) > timeout || !c.upThrough(i, t, at) {
+		return at, false
+	}
+	for _, s := range c.downs {
+		if !at.Before(s.from) && at.Before(s.to) {
+			return at, false
+		}
+	}
+	return at, true
+}
+
+// upThrough reports whether replica i ran one runtime throughout [a, b].
+func (c *checker) upThrough(i int, a, b time.Time) bool {
+	for _, s := range c.up[i] {
+		if s.contains(a, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyUpThrough reports whether some replica ran one runtime throughout
+// [a, b].
+func (c *checker) anyUpThrough(a, b time.Time) bool {
+	for i := range Replicas {
+		if c.upThrough(i, a, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// pausedDuring reports whether job was paused at any time in [a, b].
+func (c *checker) pausedDuring(job string, a, b time.Time) bool {
+	for _, s := range c.paused[job] {
+		if s.meets(a, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// offset returns how far replica i's clock was ahead at t.
+func (c *checker) offset(i int, t time.Time) time.Duration {
+	o := c.sc.Offsets[i]
+	for _, e := range c.steps[i] {
+		if !c.start.Add(e.At).After(t) {
+			o += e.D
+		}
+	}
+	return o
+}
+
+// skewed reports whether some replica's clock was more than tickMargin
+// off at t, or was stepped within the step and tickMargin of t: a replica
+// ahead runs slots early, and the others then find a later slot run and
+// skip theirs.
+func (c *checker) skewed(t time.Time) bool {
+	for i := range Replicas {
+		if c.offset(i, t).Abs() > tickMargin {
+			return true
+		}
+		for _, e := range c.steps[i] {
+			at := c.start.Add(e.At)
+			d := e.D.Abs() + tickMargin
+			if t.After(at.Add(-d)) && t.Before(at.Add(d)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// version returns the release of job that replica i ran at t.
+func (c *checker) version(i int, job string, t time.Time) int {
+	v := 0
+	for _, e := range c.deploys[i] {
+		if e.Job == job && !c.start.Add(e.At).After(t) {
+			v = e.Version
+		}
+	}
+	return v
+}
+
+func (c *checker) runsOf(job string) []*Run {
+	var out []*Run
+	for i := range c.h.Runs {
+		if c.h.Runs[i].Job == job {
+			out = append(out, &c.h.Runs[i])
+		}
+	}
+	return out
+}
+
+// runTTL is the job's run lease.
+func runTTL(j *Job) time.Duration {
+	if j.RunTTL > 0 {
+		return j.RunTTL
+	}
+	return defaultRunTTL
+}
+
+// held is when r stopped holding the job: its effective end, or, for a run
+// whose replica was killed, when its run lease ran out.
+func (c *checker) held(j *Job, r *Run) time.Time {
+	if errors.Is(r.Err, crontest.ErrKilled) {
+		return r.End.Add(runTTL(j))
+	}
+	return r.effectiveEnd(c.end)
+}
+
+// I1: never two runs of a job at once while its record survives. A run
+// lasts until it returned or its context told it to stop (a run that
+// ignores its context is the job's fault); Redis losing every key between
+// two runs' starts excuses their overlap.
+func (c *checker) overlaps(j *Job) {
+	var active []*Run
+	for _, r := range c.runsOf(j.Name) {
+		active = slices.DeleteFunc(active, func(a *Run) bool { return !a.effectiveEnd(c.end).After(r.Start) })
+		for _, a := range active {
+			if !c.flushed(a.Start, r.Start) {
+				c.add("I1", "overlap", j.Name, r.Start, "two runs at once: %s, and %s", describe(a), describe(r))
+			}
+		}
+		active = append(active, r)
+	}
+}
+
+// slot is the runs of one slot that no operator requested: for a Cron
+// spec, those whose tick names the slot, between two losses of every key;
+// for a duration policy, a run of the schedule or a catch-up, which opens
+// a slot, and the retries after it.
+type slot struct {
+	key   string
+	start time.Time // the Cron slot's start, or the opening run's
+	end   time.Time // the Cron slot's end; zero for a duration policy's
+	runs  []*Run
+}
+
+func (c *checker) slots(j *Job) []*slot {
+	var out []*slot
+	byKey := make(map[string]*slot)
+	for _, r := range c.runsOf(j.Name) {
+		if r.Tick.Trigger == cron.TriggerRequest {
+			continue
+		}
+		if key, ok := r.Tick.Slot.Key(); ok {
+			flushes := 0
+			for _, f := range c.flushes {
+				if f.Before(r.Start) {
+					flushes++
+				}
+			}
+			k := fmt.Sprintf("%s/%d", key, flushes)
+			s := byKey[k]
+			if s == nil {
+				s = &slot{key: key, start: r.Tick.Slot.Start, end: r.Tick.Slot.End}
+				byKey[k] = s
+				out = append(out, s)
+			}
+			s.runs = append(s.runs, r)
+			continue
+		}
+		if r.Tick.Trigger == cron.TriggerRetry && len(out) > 0 {
+			last := out[len(out)-1]
+			last.runs = append(last.runs, r)
+			continue
+		}
+		out = append(out, &slot{key: "opened " + stamp(r.Start), start: r.Start, runs: []*Run{r}})
+	}
+	return out
+}
+
+// closing returns the run that closed s, done or failed after its last
+// attempt, as its record must say: one that returned on a live replica
+// with its lease, and whose completion Redis served.
+func (c *checker) closing(j *Job, s *slot) *Run {
+	for _, r := range s.runs {
+		if r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) {
+			continue
+		}
+		// The completion is sent as the run returns, with a run lease
+		// to get through.
+		if at, ok := c.arrival(r.Replica, r.End, runTTL(j)); !ok || !c.upThrough(r.Replica, r.Start, at) {
+			continue
+		}
+		if r.Err == nil || r.Tick.Attempt >= j.Versions[r.Version].Attempts {
+			return r
+		}
+	}
+	return nil
+}
+
+// I2: a slot's non-requested runs are at most its attempts (the most any
+// release of the job gives); a duration policy's slots open no closer than
+// the slot's lease, unless Redis lost every key in between.
+// I3: no non-requested run of a slot after it was done or failed.
+func (c *checker) slotRuns(j *Job) {
+	most, lease := 0, time.Duration(1<<63-1)
+	for _, v := range j.Versions {
+		most = max(most, v.Attempts)
+		lease = min(lease, v.Policy.LeaseTTL())
+	}
+	var prev *slot
+	for _, s := range c.slots(j) {
+		if len(s.runs) > most {
+			c.add("I2", "attempts", j.Name, s.runs[most].Start, "%s had %d runs, attempts %d: %s", s.key, len(s.runs), most, describeAll(s.runs))
+		}
+		if closed := c.closing(j, s); closed != nil {
+			for _, r := range s.runs {
+				if r.Start.After(closed.End) {
+					c.add("I3", "closed", j.Name, r.Start, "%s ran after it was closed by %s: %s", s.key, describe(closed), describe(r))
+				}
+			}
+		}
+		if !j.Versions[0].Policy.Shared() && prev != nil && !c.flushed(prev.start, s.start) {
+			// The lease of the slot that prev opened ran out lease after
+			// the tick that opened it, read on its replica's clock.
+			first := prev.runs[0]
+			opened := first.Tick.Slot.Start.Add(-c.offset(first.Replica, first.Start))
+			if !c.skewed(first.Start) && s.start.Before(opened.Add(lease-time.Millisecond)) {
+				c.add("I2", "lease", j.Name, s.start, "a slot opened %v after the tick that opened the last one, within its lease (%v): %s, then %s",
+					s.start.Sub(opened), lease, describe(first), describe(s.runs[0]))
+			}
+		}
+		prev = s
+	}
+}
+
+// warned reports whether a replica logged, at Warn or above with a
+// reason, a skip of the job's tick scheduled at sched (the zero time: any
+// tick) within [a, b].
+func (c *checker) warned(job string, sched, a, b time.Time) bool {
+	for _, l := range c.h.Logs {
+		if l.Job == job && l.Reason != "" && (sched.IsZero() || l.Scheduled.Equal(sched)) && !l.At.Before(a) && !l.At.After(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// I4, for a Cron spec: a slot at whose tick some replica was up, on its own
+// clock, with Redis well and the job not paused, runs or is skipped with a
+// Warn and a reason; unless a replica's clock was skewed then (see
+// skewed). And a slot whose last run failed with
+// attempts left runs again, if a replica stayed up from that run on and
+// Redis was then well long enough within the slot for the run lease and
+// the back-off to pass.
+func (c *checker) cronSlotsRun(j *Job) {
+	ran := make(map[string]*slot)
+	for _, s := range c.slots(j) {
+		ran[s.key] = s // the latest since a loss of every key
+	}
+	seen := make(map[string]bool)
+	for v, ver := range j.Versions {
+		every := ver.Policy.Interval(j.NoStartup)
+		for s, ok := every.NextSlot(c.start.Add(-time.Hour)); ok && s.Start.Before(c.end); s, ok = every.NextSlot(s.Start) {
+			key, _ := s.Key()
+			if seen[key] || ran[key] != nil {
+				continue
+			}
+			for i := range Replicas {
+				b := s.Start.Add(-c.offset(i, s.Start))
+				if b.Add(tickMargin).After(c.end) || c.skewed(b) || c.version(i, j.Name, b) != v ||
+					!c.upThrough(i, b.Add(-time.Second), b.Add(tickMargin)) || !c.healthy(b.Add(-time.Second), b.Add(tickMargin)) ||
+					c.pausedDuring(j.Name, b.Add(-tickMargin), b.Add(tickMargin)) {
+					continue
+				}
+				seen[key] = true
+				if !c.warned(j.Name, s.Start, s.Start.Add(-time.Hour), c.end) {
+					c.add("I4", "slot lost", j.Name, b, "slot %s did not run, and no replica warned: replica %d was up with Redis at its tick", key, i)
+				}
+				break
+			}
+		}
+	}
+	for _, s := range ran {
+		c.retried(j, s)
+	}
+}
+
+// retried checks that a Cron slot whose last run failed with attempts left
+// ran again (I4), unless Redis lost the record meanwhile.
+func (c *checker) retried(j *Job, s *slot) {
+	last := s.runs[len(s.runs)-1]
+	if c.closing(j, s) != nil || len(s.runs) >= j.Versions[last.Version].Attempts {
+		return
+	}
+	backoff := j.Backoff
+	if backoff == 0 {
+		backoff = time.Second
+	}
+	wait := runTTL(j) + 4*backoff + tickMargin
+	from := c.healthyFrom(c.held(j, last), wait)
+	due := from.Add(wait)
+	if !due.Before(s.end) || due.After(c.end) || c.pausedDuring(j.Name, last.Start, due) || c.skewed(last.Start) || c.skewed(due) ||
+		c.flushed(last.Start, due) { // the record, and its attempts, are gone
+		return
+	}
+	// A replica that stayed up, running a release whose schedule has the
+	// slot and whose attempts it has not spent (a deploy may have changed
+	// either).
+	owed := false
+	for i := range Replicas {
+		v := j.Versions[c.version(i, j.Name, due)]
+		next, ok := v.Policy.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
+		owed = owed || ok && next.Start.Equal(s.start) && len(s.runs) < v.Attempts && c.upThrough(i, last.Start, due)
+	}
+	if !owed {
+		return
+	}
+	if !c.warned(j.Name, s.start, from, due) {
+		c.add("I4", "retry lost", j.Name, due, "slot %s was not run again after %s, with attempts left, though Redis was well from %s",
+			s.key, describe(last), stamp(from))
+	}
+}
+
+// I4, for a duration policy, whose slots are each replica's own: while a
+// replica stays up with Redis well and the job not paused, the job is
+// never idle for more than two intervals (a tick every interval, the first
+// of which may find the last slot's lease still held), the run lease and a
+// margin, unless a replica warns of a skip meanwhile.
+func (c *checker) durationSlotsRun(j *Job) {
+	var longest time.Duration
+	for _, v := range j.Versions {
+		longest = max(longest, v.Policy.D)
+	}
+	limit := 2*longest + runTTL(j) + 2*time.Minute
+	var busy []span
+	for _, r := range c.runsOf(j.Name) {
+		busy = append(busy, span{r.Start, c.held(j, r)})
+	}
+	busy = append(busy, c.bad...)
+	busy = append(busy, c.paused[j.Name]...)
+	slices.SortFunc(busy, func(a, b span) int { return a.from.Compare(b.from) })
+	for i := range Replicas {
+		for _, u := range c.up[i] {
+			free := u.from // the start of the idle stretch
+			for _, b := range append(busy, span{u.to, u.to}) {
+				if !b.to.After(free) {
+					continue
+				}
+				idle := span{free, earlier(b.from, u.to)}
+				if idle.to.Sub(idle.from) > limit && !c.warned(j.Name, time.Time{}, idle.from, idle.to) {
+					c.add("I4", "idle", j.Name, idle.from.Add(limit), "no run from %s to %s (%v), though replica %d was up with Redis and the job not paused",
+						stamp(idle.from), stamp(idle.to), idle.to.Sub(idle.from), i)
+					return
+				}
+				free = later(free, b.to)
+				if !free.Before(u.to) {
+					break
+				}
+			}
+		}
+	}
+}
+
+// I5: no run of the schedule, a retry or a catch-up while the job is
+// paused.
+func (c *checker) pauses(j *Job) {
+	for _, p := range c.paused[j.Name] {
+		for _, r := range c.runsOf(j.Name) {
+			if r.Tick.Trigger != cron.TriggerRequest && r.Start.After(p.from) && r.Start.Before(p.to) {
+				c.add("I5", "paused", j.Name, r.Start, "a run while paused since %s: %s", stamp(p.from), describe(r))
+			}
+		}
+	}
+}
+
+// I6: one run per run-now request. Every requested run serves a request
+// made since the last one ran (several make one run; Redis losing every
+// key loses them); and a request made while a replica is up and Redis
+// well runs within a few seconds, or, if a run is in progress, a few
+// seconds after it returns.
+func (c *checker) requests(j *Job) {
+	type event struct {
+		at  time.Time
+		run *Run // nil for a request
+	}
+	var evs []event
+	for _, op := range c.h.Admin {
+		if op.Job == j.Name && op.Kind == RunNow && op.Err == nil {
+			evs = append(evs, event{at: op.At})
+		}
+	}
+	runs := c.runsOf(j.Name)
+	for _, r := range runs {
+		if r.Tick.Trigger == cron.TriggerRequest {
+			evs = append(evs, event{at: r.Start, run: r})
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
+	pending := false
+	var last time.Time
+	for _, e := range evs {
+		if pending && c.flushed(last, e.at) {
+			pending = false
+		}
+		if e.run == nil {
+			if !pending {
+				c.served(j, e.at, runs)
+			}
+			pending, last = true, e.at
+			continue
+		}
+		if !pending {
+			c.add("I6", "unrequested", j.Name, e.at, "a requested run with no request waiting: %s", describe(e.run))
+		}
+		pending = false
+	}
+}
+
+// served checks that a request made at p ran in time, where it is owed:
+// a few seconds after p, or after the runs in progress or starting
+// meanwhile returned, if they return on a live replica that records them.
+func (c *checker) served(j *Job, p time.Time, runs []*Run) {
+	due := p.Add(requestMargin)
+	for _, r := range runs { // by start
+		if r.Start.After(due) || !c.held(j, r).After(p) || r.Tick.Trigger == cron.TriggerRequest && !r.Start.Before(p) {
+			continue
+		}
+		if r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) ||
+			!c.upThrough(r.Replica, r.Start, r.End.Add(requestMargin)) {
+			return
+		}
+		due = later(due, r.End.Add(requestMargin))
+	}
+	if due.After(c.end) || !c.healthy(p, due) || !c.anyUpThrough(p.Add(-time.Second), due) {
+		return
+	}
+	for _, r := range runs {
+		if r.Tick.Trigger == cron.TriggerRequest && !r.Start.Before(p) && !r.Start.After(due) {
+			return
+		}
+	}
+	c.add("I6", "unserved", j.Name, due, "the run-now request of %s did not run by %s", stamp(p), stamp(due))
+}
+
+// I7: a record outlives every claimable slot it names: its TTL, read every
+// few minutes, reaches past the end of the named slot's lease (the
+// earliest any release of the job gives it).
+func (c *checker) records(j *Job) {
+	for _, p := range c.h.Probes {
+		if p.Job != j.Name || !p.Exists || p.SlotAt.IsZero() || p.TTL < 0 {
+			continue
+		}
+		var claimable time.Time
+		for _, v := range j.Versions {
+			var end time.Time
+			if v.Policy.Shared() {
+				s, ok := v.Policy.Interval(false).NextSlot(p.SlotAt.Add(-time.Nanosecond))
+				if !ok || !s.Start.Equal(p.SlotAt) {
+					continue
+				}
+				end = s.LeaseEnd(0)
+			} else {
+				end = p.SlotAt.Add(v.Policy.LeaseTTL())
+			}
+			if claimable.IsZero() || end.Before(claimable) {
+				claimable = end
+			}
+		}
+		if expires := p.At.Add(p.TTL); claimable.After(p.At) && expires.Before(claimable.Add(-time.Millisecond)) {
+			c.add("I7", "expiry", j.Name, p.At, "the record expires at %s, before its slot %q (%s) stops being claimable at %s",
+				stamp(expires), p.Slot, p.State, stamp(claimable))
+			return // once per job: every later reading says the same
+		}
+	}
+}
+
+// I8: a catch-up never runs a slot from before the job first started.
+func (c *checker) catchUps(j *Job) {
+	for _, r := range c.runsOf(j.Name) {
+		if r.Tick.Trigger != cron.TriggerCatchUp {
+			continue
+		}
+		if _, shared := r.Tick.Slot.Key(); shared && r.Tick.Slot.Start.Before(c.start) {
+			c.add("I8", "catch-up", j.Name, r.Start, "caught up a slot from before the job first started at %s: %s", stamp(c.start), describe(r))
+		}
+		if d := j.Versions[max(r.Version, 0)].Policy.D; d > 0 && r.Start.Before(c.start.Add(d)) {
+			c.add("I8", "catch-up", j.Name, r.Start, "caught up within the first interval since the job first started at %s: %s", stamp(c.start), describe(r))
+		}
+	}
+}
+
+func describeAll(runs []*Run) string {
+	s := make([]string, len(runs))
+	for i, r := range runs {
+		s[i] = describe(r)
+	}
+	return strings.Join(s, "; ")
+}

@@ -1,0 +1,311 @@
+package cronsim
+
+import (
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/crontest"
+)
+
+// at is an instant of the crafted histories: Monday at hh:mm.
+func at(hh, mm int) time.Time {
+	return monday.Add(time.Duration(hh)*time.Hour + time.Duration(mm)*time.Minute)
+}
+
+// crafted is a scenario of one job from Monday 10:00 to 14:00, whose
+// history a test writes by hand.
+func crafted(p Policy, attempts int) *Scenario {
+	return &Scenario{
+		Start: at(10, 0), Span: 4 * time.Hour,
+		Latencies: [Replicas]time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond},
+		Jobs:      []Job{{Name: "j0", Versions: []Version{{Policy: p, Attempts: attempts}}}},
+	}
+}
+
+var (
+	hourlySpec = Policy{Kind: CronSpec, Spec: "CRON_TZ=UTC 0 * * * *"}
+	everyHour  = Policy{Kind: AtLeast, D: time.Hour}
+	errPlanned = errors.New("planned")
+)
+
+// run is a run of j0 on replica i from start for took, in the slot that
+// policy p gives it, with the given trigger and attempt, returning err.
+func run(p Policy, i int, start time.Time, took time.Duration, trigger cron.Trigger, attempt int, err error) Run {
+	slot := p.Interval(false).Plan(start, start).Slot
+	return Run{Job: "j0", Replica: i, Start: start, End: start.Add(took), Err: err,
+		Tick: cron.Tick{Job: "j0", Slot: slot, Scheduled: slot.Start, Started: start, Trigger: trigger, Attempt: attempt}}
+}
+
+// hourlyRuns are the runs of a healthy hourly job from 10:00 to 14:00.
+func hourlyRuns() []Run {
+	var runs []Run
+	for h := 10; h < 14; h++ {
+		runs = append(runs, run(hourlySpec, h%3, at(h, 0), time.Second, cron.TriggerSchedule, 1, nil))
+	}
+	return runs
+}
+
+// TestCheck gives Check histories that break each invariant, and the ones
+// that the protocol allows: it reports the first, and not the second.
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name  string
+		sc    func() *Scenario
+		h     func() *History
+		want  string // the invariant reported, "" for none
+		about string // what its message says
+	}{
+		{
+			name: "healthy", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h:  func() *History { return &History{Runs: hourlyRuns()} },
+		},
+		{
+			name: "two runs at once", want: "I1", about: "two runs at once",
+			sc: func() *Scenario { return crafted(hourlySpec, 2) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End = at(11, 10)
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerRetry, 2, nil))}
+			},
+		},
+		{
+			name: "two runs at once, Redis lost every key between", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 62 * time.Minute, Kind: RedisRestart}}
+				return sc
+			},
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End = at(11, 10)
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil))}
+			},
+		},
+		{
+			name: "a run that ignored its cancelled context", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 2) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End, runs[1].Cancelled = at(11, 10), at(11, 1)
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerRetry, 2, nil))}
+			},
+		},
+		{
+			name: "a slot run more times than its attempts", want: "I2", about: "had 2 runs, attempts 1",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].Err = errPlanned
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil))}
+			},
+		},
+		{
+			name: "a duration policy's slot opened within the last one's lease", want: "I2", about: "within its lease (55m0s)",
+			sc: func() *Scenario { return crafted(everyHour, 1) },
+			h: func() *History {
+				return &History{Runs: []Run{
+					run(everyHour, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil),
+					run(everyHour, 1, at(10, 54), time.Second, cron.TriggerSchedule, 1, nil),
+					run(everyHour, 1, at(11, 54), time.Second, cron.TriggerSchedule, 1, nil),
+					run(everyHour, 1, at(12, 54), time.Second, cron.TriggerSchedule, 1, nil),
+				}}
+			},
+		},
+		{
+			name: "a duration policy's slots a lease apart", want: "",
+			sc: func() *Scenario { return crafted(everyHour, 1) },
+			h: func() *History {
+				return &History{Runs: []Run{
+					run(everyHour, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil),
+					run(everyHour, 1, at(10, 55), time.Second, cron.TriggerSchedule, 1, nil),
+					run(everyHour, 2, at(11, 50), time.Second, cron.TriggerSchedule, 1, nil),
+					run(everyHour, 2, at(12, 50), time.Second, cron.TriggerSchedule, 1, nil),
+				}}
+			},
+		},
+		{
+			name: "a retry of a slot that was done", want: "I3", about: "ran after it was closed",
+			sc: func() *Scenario { return crafted(hourlySpec, 3) },
+			h: func() *History {
+				return &History{Runs: append(hourlyRuns(), run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerRetry, 2, nil))}
+			},
+		},
+		{
+			name: "a slot done while Redis was down, retried", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 3)
+				sc.Events = []Event{{At: 59 * time.Minute, Kind: RedisDown, D: 2 * time.Minute}}
+				return sc
+			},
+			h: func() *History {
+				return &History{Runs: append(hourlyRuns(), run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerRetry, 2, nil))}
+			},
+		},
+		{
+			name: "a slot lost without a Warn", want: "I4", about: "did not run, and no replica warned",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: slices.Delete(hourlyRuns(), 2, 3)}
+			},
+		},
+		{
+			name: "a slot lost with a Warn", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: slices.Delete(hourlyRuns(), 2, 3), Logs: []LogRecord{
+					{At: at(12, 0), Level: slog.LevelWarn, Job: "j0", Reason: "slot lost", Scheduled: at(12, 0)},
+				}}
+			},
+		},
+		{
+			name: "a slot lost while its replicas' clocks were stepped", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 1)
+				sc.Events = []Event{{At: 90 * time.Minute, Kind: StepClock, D: time.Hour}}
+				return sc
+			},
+			h: func() *History { return &History{Runs: slices.Delete(hourlyRuns(), 2, 3)} },
+		},
+		{
+			name: "a slot lost while Redis was down", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 1)
+				sc.Events = []Event{{At: 119 * time.Minute, Kind: RedisDown, D: 2 * time.Minute}}
+				return sc
+			},
+			h: func() *History { return &History{Runs: slices.Delete(hourlyRuns(), 2, 3)} },
+		},
+		{
+			name: "a failed run not retried", want: "I4", about: "was not run again",
+			sc: func() *Scenario { return crafted(hourlySpec, 2) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].Err = errPlanned
+				return &History{Runs: runs}
+			},
+		},
+		{
+			name: "a killed run retried", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 61 * time.Minute, Kind: Kill, Replica: 2}}
+				return sc
+			},
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End, runs[1].Err = at(11, 1), crontest.ErrKilled
+				return &History{Runs: append(runs, run(hourlySpec, 0, at(11, 1).Add(30*time.Second), time.Second, cron.TriggerRetry, 2, nil))}
+			},
+		},
+		{
+			name: "a duration policy's job idle", want: "I4", about: "no run from Mon 10:00:01.000 to Mon 14:00:00.000",
+			sc: func() *Scenario { return crafted(everyHour, 1) },
+			h: func() *History {
+				return &History{Runs: []Run{run(everyHour, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil)}}
+			},
+		},
+		{
+			name: "a run while paused", want: "I5", about: "a run while paused since Mon 10:30",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Admin: []AdminOp{
+					{At: at(10, 30), Kind: Pause, Job: "j0"},
+					{At: at(11, 30), Kind: Resume, Job: "j0"},
+				}}
+			},
+		},
+		{
+			name: "a pause that Redis lost", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 1)
+				sc.Events = []Event{{At: 45 * time.Minute, Kind: RedisRestart}}
+				return sc
+			},
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Admin: []AdminOp{{At: at(10, 30), Kind: Pause, Job: "j0"}}}
+			},
+		},
+		{
+			name: "a requested run with no request", want: "I6", about: "no request waiting",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: append(hourlyRuns(), run(hourlySpec, 1, at(10, 30), time.Second, cron.TriggerRequest, 1, nil))}
+			},
+		},
+		{
+			name: "a request not run", want: "I6", about: "did not run by Mon 10:30:05",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Admin: []AdminOp{{At: at(10, 30), Kind: RunNow, Job: "j0"}}}
+			},
+		},
+		{
+			name: "two requests, one run", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[0].End = at(10, 40)
+				return &History{Runs: append(runs, run(hourlySpec, 1, at(10, 40), time.Second, cron.TriggerRequest, 1, nil)), Admin: []AdminOp{
+					{At: at(10, 30), Kind: RunNow, Job: "j0"},
+					{At: at(10, 31), Kind: RunNow, Job: "j0"},
+				}}
+			},
+		},
+		{
+			name: "a record that expires before its slot's lease", want: "I7", about: "before its slot",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Probes: []Probe{
+					{At: at(11, 5), Job: "j0", Exists: true, TTL: 50 * time.Minute, Slot: "2000-01-03T11:00:00Z", SlotAt: at(11, 0), State: "done"},
+				}}
+			},
+		},
+		{
+			name: "a record that outlives its slot's lease", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Probes: []Probe{
+					{At: at(11, 5), Job: "j0", Exists: true, TTL: 3 * time.Hour, Slot: "2000-01-03T11:00:00Z", SlotAt: at(11, 0), State: "done"},
+				}}
+			},
+		},
+		{
+			name: "a catch-up of a slot from before the job", want: "I8", about: "from before the job first started",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				catchUp := run(hourlySpec, 0, at(9, 0), time.Second, cron.TriggerCatchUp, 1, nil)
+				catchUp.Start, catchUp.End = at(10, 0), at(10, 0).Add(time.Second)
+				return &History{Runs: append(hourlyRuns()[1:], catchUp)}
+			},
+		},
+		{
+			name: "the harness failed", want: "H", about: "refused",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h:  func() *History { return &History{Runs: hourlyRuns(), Harness: []string{"cron.Start refused the jobs"}} },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, h := tc.sc(), tc.h()
+			h.End = sc.Start.Add(sc.Span)
+			got := Check(sc, h)
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("Check = %v, want no violation", got)
+			case tc.want != "" && (len(got) == 0 || got[0].Invariant != tc.want || !strings.Contains(got[0].Msg, tc.about)):
+				t.Errorf("Check = %v, want %s first, saying %q", got, tc.want, tc.about)
+			}
+			for _, v := range Check(sc, h, tc.want) {
+				if v.Invariant == tc.want {
+					t.Errorf("Check(ignoring %s) = %v", tc.want, v)
+				}
+			}
+		})
+	}
+}

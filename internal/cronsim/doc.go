@@ -1,0 +1,87 @@
+// Package cronsim is a deterministic, seeded simulator of the leased-job
+// record protocol (see cron.Leased): it runs three replicas of real
+// cron.Runtimes, the record's real scripts and a shared miniredis, on the
+// fake time of a testing/synctest bubble through package crontest, drives
+// them through faults and operators' commands that a seed draws, and
+// checks the protocol's invariants on what happened.
+//
+// It is black-box: it sees only what package cron shows any user, the
+// runs (crontest's record of cron.Observer), the runtime's Warn and Error
+// log records, cron.Admin, and the record's Redis key and fields as the
+// README documents them; so it keeps working when the protocol changes
+// inside.
+//
+// # A scenario
+//
+// [Generate] draws a [Scenario] from a seed: the replicas' clock offsets
+// (within 3 s) and Redis latencies (1 to 4 ms, all distinct), two to four
+// leased jobs (a Cron spec, hourly, every 15 minutes, business hours
+// "*/15 9-17 * * 1-5" or every two hours; or an AtLeast or AfterFinish
+// policy of 30 minutes to 2 hours), each with 1 to 3 attempts per slot,
+// sometimes no startup run and a catch-up window, a run lease and a
+// back-off, a second release (another schedule or other attempts) for a
+// rolling deploy, and plans for the first run of a third of its slots,
+// some of their retries and some requested runs: fail, panic, run slow
+// (up to one and a half intervals), or ignore cancellation. Then
+// about one event an hour: a replica crash (with a restart at once or up
+// to 3 hours later), Redis down (up to 15 minutes), stalled (up to 3
+// minutes) or restarted empty, a clock step and its correction, a pause
+// and its resume, a run-now request, or a rolling deploy of a job's second
+// release. [Simulate] plays it and returns its [History]; the same
+// scenario gives the same history to the nanosecond: no two replicas act
+// at one instant of the bubble's clock.
+//
+// # The invariants
+//
+// [Check] reports a [Violation] of:
+//
+//   - I1: never two runs of a job at once while its record survives. A run
+//     lasts until it returned or its context ended (a job that ignores its
+//     context is on its own). Redis losing every key excuses an overlap.
+//   - I2: a slot's runs that no operator requested are at most its
+//     attempts (the most that any release of the job gives). A duration
+//     policy's slots are each replica's own, so its runs are grouped into
+//     slots by trigger: a run of the schedule or a catch-up opens one, a
+//     retry belongs to the last one; and a slot must not open before the
+//     lease of the last one ran out (11/12 of the interval from the tick
+//     that opened it, read on that replica's clock).
+//   - I3: no such run of a slot after a run closed it, done or failed
+//     after its last attempt, and Redis recorded that.
+//   - I4: a Cron slot at whose tick a replica was up, Redis well and the
+//     job not paused, runs or is skipped with a Warn (or Error) record with
+//     a reason; a Cron slot whose last run failed with attempts left runs
+//     again once Redis is well long enough within the slot, if a replica
+//     stayed up and Redis kept the record; a duration policy's job is never idle for more than two
+//     intervals and a run lease while a replica is up, Redis well and the
+//     job not paused, unless a replica warns.
+//   - I5: no run of the schedule, retry or catch-up while the job is paused.
+//   - I6: one run per run-now request: no requested run without a request
+//     waiting (several requests before a run make one), and a request runs
+//     within 5 s, or 5 s after the runs in progress return.
+//   - I7: the record outlives every claimable slot it names: read every
+//     five minutes, its TTL reaches past the end of the named slot's lease.
+//   - I8: a catch-up never runs a slot from before the job first started.
+//
+// They are weakened only where the protocol promises less: Redis losing
+// every key forgets pauses, requests and slots (I1, I2, I3, I5, I6); a
+// replica whose clock is more than 10 s off, or was stepped, lets slots go
+// (I4, and I2's lease spacing); a killed replica holds the job for its run
+// lease; and nothing is owed while Redis is down or stalled.
+//
+// # Running it
+//
+// TestSimulate runs a handful of seeds by default, and:
+//
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=500      # seeds 0 to 499
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.from=500 -sim.seeds=500
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.long           # 100,000 seeds
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
+//
+// Each seed simulates 12 hours unless -sim.span says otherwise. A range
+// stops at its first failing seed (-sim.all goes on, lists every failing
+// seed, and reports the first failing seed of each invariant); the failure names the seed, how many
+// seeds of the range it took to find it, the command that replays it, and
+// the scenario shrunk by delta debugging to the events and run plans that
+// it still needs, with the trace of its job. -sim.ignore=I4,I8 leaves
+// invariants out.
+package cronsim

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cronsim
+
+const raceEnabled = false

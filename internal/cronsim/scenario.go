@@ -1,0 +1,415 @@
+package cronsim
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/interval"
+)
+
+// Replicas is how many replicas every scenario runs.
+const Replicas = 3
+
+// monday is the first Monday of the bubble's clock, which starts at
+// 2000-01-01 00:00 UTC, a Saturday: scenarios start in a working week, so
+// that business-hours specs have slots.
+var monday = time.Date(2000, 1, 3, 0, 0, 0, 0, time.UTC)
+
+// Scenario is one simulated run, everything in it drawn from its seed:
+// the replicas' clocks and latencies, the jobs, how each of their runs
+// behaves, and the faults and operators' commands, at fixed instants.
+// Shrinking a failure removes events and plans from it.
+type Scenario struct {
+	Seed int64
+	// Start is when the replicas start, by the bubble's clock, and Span
+	// how long the run lasts after it.
+	Start time.Time
+	Span  time.Duration
+	// Offsets are how far each replica's clock is ahead of the bubble's at
+	// the start; Latencies how long each replica's commands take to reach
+	// Redis. Both are distinct, so that no two replicas act at one instant.
+	Offsets, Latencies [Replicas]time.Duration
+	Jobs               []Job
+	// Events are the faults and commands, by At.
+	Events []Event
+}
+
+// Job is one leased job of a scenario.
+type Job struct {
+	// Name is the job's name and its lease's: "j0", "j1", ...; it stays
+	// when shrinking removes other jobs.
+	Name string
+	// Versions are what the job's code says in each release: every
+	// replica starts with Versions[0], and a deploy moves one to another.
+	Versions []Version
+	// NoStartup is interval.Interval.WithoutStartupRun; CatchUp the
+	// LeaseConfig's (only with NoStartup, where it means something).
+	NoStartup bool
+	CatchUp   time.Duration
+	RunTTL    time.Duration // LeaseConfig.RunTTL: 0, the default, or longer
+	Backoff   time.Duration // LeaseConfig.Backoff: 0, the default, or longer
+	// Plans say how runs behave, by slot and attempt (see PlanKey), so
+	// that a run keeps its plan when shrinking removes events before it.
+	// A run without a plan succeeds after a second.
+	Plans map[PlanKey]Plan
+}
+
+// Version is what one release of a job's code says: its schedule and its
+// attempts per slot.
+type Version struct {
+	Policy   Policy
+	Attempts int
+}
+
+// Policy is a job's schedule: a Cron spec, or a duration policy.
+type Policy struct {
+	Kind PolicyKind
+	Spec string        // a Cron spec's, in UTC
+	D    time.Duration // a duration policy's
+}
+
+// PolicyKind is the kind of a job's schedule.
+type PolicyKind uint8
+
+// The kinds of schedule.
+const (
+	CronSpec PolicyKind = iota
+	AtLeast
+	AfterFinish
+)
+
+// Interval returns the policy as package interval builds it.
+func (p Policy) Interval(noStartup bool) interval.Interval {
+	var i interval.Interval
+	switch p.Kind {
+	case CronSpec:
+		i = interval.MustCron(p.Spec)
+	case AtLeast:
+		i = interval.AtLeast(p.D)
+	default:
+		i = interval.AfterFinish(p.D)
+	}
+	if noStartup {
+		i = i.WithoutStartupRun()
+	}
+	return i
+}
+
+// Shared reports whether the policy's slots are named alike on every
+// replica: a Cron spec's.
+func (p Policy) Shared() bool { return p.Kind == CronSpec }
+
+// LeaseTTL is a duration policy's slot lease, the runtime's default: 11/12
+// of the interval.
+func (p Policy) LeaseTTL() time.Duration { return p.D * 11 / 12 }
+
+func (p Policy) String() string {
+	switch p.Kind {
+	case CronSpec:
+		return fmt.Sprintf("%q", p.Spec)
+	case AtLeast:
+		return "at least " + short(p.D)
+	}
+	return "after finish " + short(p.D)
+}
+
+// PlanKey says which runs a plan is for: the runs of one attempt at one
+// slot, requested or not. For a Cron spec, At is when the slot starts; for
+// a duration policy, whose slots are the replicas' own, when the interval
+// the run starts in does (intervals are counted from the scenario's
+// start); both after Scenario.Start.
+type PlanKey struct {
+	At        time.Duration
+	Attempt   int
+	Requested bool
+}
+
+// planOrder orders plan keys by slot, then the runs of the schedule and
+// their retries by attempt, then the requested run.
+func planOrder(a, b PlanKey) int {
+	if a.At != b.At {
+		return cmp.Compare(a.At, b.At)
+	}
+	if a.Requested != b.Requested {
+		if a.Requested {
+			return 1
+		}
+		return -1
+	}
+	return a.Attempt - b.Attempt
+}
+
+// Plan is how one run behaves.
+type Plan struct {
+	Took     time.Duration // how long it runs, unless its context ends first
+	Outcome  Outcome
+	Stubborn bool // it ignores its context and runs for Took whatever happens
+}
+
+// Outcome is how a run ends.
+type Outcome uint8
+
+// The outcomes of a run.
+const (
+	Succeed Outcome = iota
+	Fail
+	Panic
+)
+
+// defaultPlan is the plan of a run that has none: a second, and
+// nanoseconds that keep its end off its heartbeats.
+var defaultPlan = Plan{Took: time.Second + 123_457}
+
+func (p Plan) String() string {
+	s := [...]string{"ok", "fails", "panics"}[p.Outcome] + " after " + short(p.Took.Round(time.Millisecond))
+	if p.Stubborn {
+		s += ", ignoring cancellation"
+	}
+	return s
+}
+
+// Event is a fault or an operator's command at At after the start.
+type Event struct {
+	At      time.Duration
+	Kind    EventKind
+	Replica int
+	Job     string        // of Pause, Resume, RunNow and Deploy
+	D       time.Duration // of RedisDown, RedisStall, RedisRestart (down), StepClock
+	Version int           // of Deploy
+}
+
+// EventKind is what an event does.
+type EventKind uint8
+
+// The events: crontest's faults, an Admin's commands, and a deploy, which
+// restarts a replica with another version of a job.
+const (
+	Kill EventKind = iota
+	Restart
+	RedisDown
+	RedisStall
+	RedisRestart
+	StepClock
+	Pause
+	Resume
+	RunNow
+	Deploy
+	numEventKinds
+)
+
+var eventNames = [numEventKinds]string{"kill", "restart", "redis-down", "redis-stall", "redis-restart", "step-clock", "pause", "resume", "run-now", "deploy"}
+
+func (k EventKind) String() string { return eventNames[k] }
+
+func (e Event) String() string {
+	switch e.Kind {
+	case Kill, Restart:
+		return fmt.Sprintf("%v r%d", e.Kind, e.Replica)
+	case RedisDown, RedisStall, RedisRestart:
+		return fmt.Sprintf("%v %s", e.Kind, short(e.D))
+	case StepClock:
+		return fmt.Sprintf("%v r%d %+v", e.Kind, e.Replica, e.D)
+	case Deploy:
+		return fmt.Sprintf("%v r%d %s v%d", e.Kind, e.Replica, e.Job, e.Version)
+	}
+	return fmt.Sprintf("%v %s", e.Kind, e.Job)
+}
+
+// The schedules a job is drawn from: the examples, hourly, every
+// 15 minutes, business hours, and durations from half an hour to two.
+var (
+	cronSpecs = []string{
+		"CRON_TZ=UTC 0 * * * *",
+		"CRON_TZ=UTC */15 * * * *",
+		"CRON_TZ=UTC */15 9-17 * * 1-5",
+		"CRON_TZ=UTC 30 */2 * * *",
+	}
+	durations = []time.Duration{30 * time.Minute, 45 * time.Minute, time.Hour, 2 * time.Hour}
+)
+
+// Generate draws the scenario of seed, span long.
+func Generate(seed int64, span time.Duration) *Scenario {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	sc := &Scenario{
+		Seed: seed,
+		// Any hour of Monday to Thursday, to the nanosecond.
+		Start: monday.Add(time.Duration(r.Int64N(int64(4 * 24 * time.Hour)))),
+		Span:  span,
+	}
+	for i := range Replicas {
+		// Within 3 s of the bubble's clock, and each latency a millisecond
+		// apart, plus nanoseconds that keep them apart from everything.
+		sc.Offsets[i] = time.Duration(r.Int64N(int64(6*time.Second))) - 3*time.Second
+		sc.Latencies[i] = time.Duration(i+1)*time.Millisecond + time.Duration(r.Int64N(int64(time.Millisecond)))
+	}
+	r.Shuffle(Replicas, func(i, j int) { sc.Latencies[i], sc.Latencies[j] = sc.Latencies[j], sc.Latencies[i] })
+	for j := range 2 + r.IntN(3) {
+		sc.Jobs = append(sc.Jobs, genJob(r, fmt.Sprintf("j%d", j), sc.Start, span))
+	}
+	sc.Events = genEvents(r, sc)
+	return sc
+}
+
+func genPolicy(r *rand.Rand, kind PolicyKind) Policy {
+	if kind == CronSpec {
+		return Policy{Kind: CronSpec, Spec: cronSpecs[r.IntN(len(cronSpecs))]}
+	}
+	return Policy{Kind: kind, D: durations[r.IntN(len(durations))]}
+}
+
+func genJob(r *rand.Rand, name string, start time.Time, span time.Duration) Job {
+	kind := CronSpec
+	if r.IntN(3) == 0 {
+		kind = PolicyKind(1 + r.IntN(2))
+	}
+	v := Version{Policy: genPolicy(r, kind), Attempts: 1 + r.IntN(3)}
+	j := Job{Name: name, Versions: []Version{v}, Plans: make(map[PlanKey]Plan)}
+	// A second release: another schedule of the same kind, or other
+	// attempts; deploys roll it out.
+	next := v
+	if r.IntN(2) == 0 {
+		next.Policy = genPolicy(r, kind)
+	} else {
+		next.Attempts = 1 + (v.Attempts+r.IntN(2))%3
+	}
+	j.Versions = append(j.Versions, next)
+	if r.IntN(4) == 0 {
+		j.NoStartup = true
+		if r.IntN(3) > 0 {
+			j.CatchUp = 3 * time.Hour
+		}
+	}
+	// The default run lease (30 s at most) on a quarter of the jobs: a
+	// longer one takes fewer heartbeats through a slow run, which cost
+	// the simulation most of its time.
+	j.RunTTL = []time.Duration{0, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute}[r.IntN(4)]
+	if r.IntN(3) == 0 {
+		j.Backoff = 10 * time.Second
+	}
+	// Plans for a third of the runs of the schedule, some of their
+	// retries and some requested runs, by the slots of the first release
+	// (or its intervals, for a duration policy) that the span can hold.
+	type slot struct{ at, length time.Duration }
+	var slots []slot
+	if every := v.Policy.Interval(false); kind == CronSpec {
+		for s, ok := every.NextSlot(start.Add(-24 * time.Hour)); ok && s.Start.Before(start.Add(span)); s, ok = every.NextSlot(s.Start) {
+			slots = append(slots, slot{s.Start.Sub(start), s.End.Sub(s.Start)})
+		}
+	} else {
+		for at := time.Duration(0); at < span; at += v.Policy.D {
+			slots = append(slots, slot{at, v.Policy.D})
+		}
+	}
+	for _, sl := range slots {
+		for attempt := 1; attempt <= 3 && r.IntN(3) == 0; attempt++ {
+			p := genPlan(r, min(sl.length, 2*time.Hour))
+			j.Plans[PlanKey{At: sl.at, Attempt: attempt}] = p
+			if p.Outcome == Succeed {
+				break
+			}
+		}
+		if r.IntN(6) == 0 {
+			j.Plans[PlanKey{At: sl.at, Attempt: 1, Requested: true}] = genPlan(r, min(sl.length, 2*time.Hour))
+		}
+	}
+	return j
+}
+
+// genEvents draws about one fault or command an hour.
+// genPlan draws a run's plan: to fail, panic, run slow (up to one and a
+// half times period), ignore cancellation, or just take a while.
+func genPlan(r *rand.Rand, period time.Duration) Plan {
+	// Mostly under 30 s; one in four up to 5 minutes.
+	p := Plan{Took: time.Duration(100+r.IntN(30_000)) * time.Millisecond}
+	if r.IntN(4) == 0 {
+		p.Took *= 10
+	}
+	switch x := r.IntN(20); {
+	case x < 7:
+		p.Outcome = Fail
+	case x < 9:
+		p.Outcome = Panic
+	case x < 14:
+		p.Took = time.Duration(float64(period) * (0.3 + 1.2*r.Float64())).Round(time.Millisecond)
+		if r.IntN(3) == 0 {
+			p.Outcome = Fail
+		}
+	case x < 17:
+		p.Stubborn = true
+		p.Took = time.Duration(1+r.IntN(10)) * time.Minute
+	}
+	// Nanoseconds that keep its end off every other instant: a run that
+	// returns as its heartbeat is due races it.
+	p.Took += time.Duration(1 + r.IntN(int(time.Millisecond)-1))
+	return p
+}
+
+func genEvents(r *rand.Rand, sc *Scenario) []Event {
+	var evs []Event
+	at := func() time.Duration { return time.Duration(r.Int64N(int64(sc.Span))) }
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
+	job := func() string { return sc.Jobs[r.IntN(len(sc.Jobs))].Name }
+	for range int(sc.Span / time.Hour) {
+		t, rep := at(), r.IntN(Replicas)
+		switch x := r.IntN(100); {
+		case x < 15: // a crash and a start at once
+			evs = append(evs, Event{At: t, Kind: Restart, Replica: rep})
+		case x < 30: // a crash, and a start later
+			evs = append(evs, Event{At: t, Kind: Kill, Replica: rep},
+				Event{At: t + between(time.Minute, 3*time.Hour), Kind: Restart, Replica: rep})
+		case x < 40:
+			evs = append(evs, Event{At: t, Kind: RedisDown, D: between(time.Second, 15*time.Minute)})
+		case x < 50:
+			evs = append(evs, Event{At: t, Kind: RedisStall, D: between(100*time.Millisecond, 3*time.Minute)})
+		case x < 55:
+			evs = append(evs, Event{At: t, Kind: RedisRestart, D: between(0, 30*time.Second)})
+		case x < 60:
+			d := between(time.Second, 20*time.Minute)
+			if r.IntN(2) == 0 {
+				d = -d
+			}
+			// A clock that jumps, and NTP stepping it back later.
+			evs = append(evs, Event{At: t, Kind: StepClock, Replica: rep, D: d},
+				Event{At: t + between(time.Minute, 2*time.Hour), Kind: StepClock, Replica: rep, D: -d})
+		case x < 70:
+			j := job()
+			evs = append(evs, Event{At: t, Kind: Pause, Job: j},
+				Event{At: t + between(10*time.Minute, 5*time.Hour), Kind: Resume, Job: j})
+		case x < 90:
+			evs = append(evs, Event{At: t, Kind: RunNow, Job: job()})
+		default: // a rolling deploy of a job's next version, a replica at a time
+			j := job()
+			for i := range Replicas {
+				evs = append(evs, Event{At: t, Kind: Deploy, Replica: (rep + i) % Replicas, Job: j, Version: 1})
+				t += between(30*time.Second, 5*time.Minute)
+			}
+		}
+	}
+	evs = slices.DeleteFunc(evs, func(e Event) bool { return e.At >= sc.Span })
+	slices.SortStableFunc(evs, func(a, b Event) int { return int(a.At - b.At) })
+	return evs
+}
+
+// job returns the scenario's job called name, and false if it has none.
+func (sc *Scenario) job(name string) (*Job, bool) {
+	for i := range sc.Jobs {
+		if sc.Jobs[i].Name == name {
+			return &sc.Jobs[i], true
+		}
+	}
+	return nil, false
+}
+
+// short formats a duration without its zero units: 1h, 15m, 1m30s, 1.5s.
+func short(d time.Duration) string {
+	s := d.String()
+	for _, z := range []string{"h0m0s", "m0s"} {
+		if len(s) > len(z) && s[len(s)-len(z):] == z {
+			return s[:len(s)-len(z)+1]
+		}
+	}
+	return s
+}

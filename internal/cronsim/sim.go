@@ -1,0 +1,512 @@
+package cronsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/crontest"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// probeEvery is how often the simulation reads every job's record for I7.
+const probeEvery = 5 * time.Minute
+
+// History is what one simulated run did, as the public API shows it: the
+// runs crontest recorded, what each job's code saw, the runtime's Warn and
+// Error log records, the operators' commands and what they returned, and
+// the records as Redis held them every few minutes.
+type History struct {
+	Runs   []Run
+	Logs   []LogRecord
+	Admin  []AdminOp
+	Probes []Probe
+	// Harness is what crontest reported (cron.Start refusing the jobs, a
+	// Shutdown that failed).
+	Harness []string
+	End     time.Time // the bubble's time when the run stopped
+}
+
+// Run is one run of a job, as crontest recorded it, with what the job's
+// code saw of it.
+type Run struct {
+	Job     string
+	Replica int
+	Tick    cron.Tick
+	// Start and End are when the run began and returned (zero while it
+	// goes on), by the bubble's clock; Err is what it returned, and
+	// crontest.ErrKilled for a run whose replica was killed.
+	Start, End time.Time
+	Err        error
+	// Number is the job's run number across the cluster, which chose its
+	// plan (-1 if the job's code never saw the run); Version the release
+	// of the job's code that ran it.
+	Number, Version int
+	// Cancelled is when the run's context ended, if it did before
+	// Process returned, and Cause why.
+	Cancelled time.Time
+	Cause     error
+}
+
+// effectiveEnd is when r stopped being a run of the job: when it returned,
+// or when its context told it to stop, whichever came first; end for a run
+// still going.
+func (r *Run) effectiveEnd(end time.Time) time.Time {
+	e := r.End
+	if e.IsZero() {
+		e = end
+	}
+	if !r.Cancelled.IsZero() && r.Cancelled.Before(e) {
+		e = r.Cancelled
+	}
+	return e
+}
+
+// LogRecord is a Warn or Error record of a replica's runtime.
+type LogRecord struct {
+	At        time.Time
+	Level     slog.Level
+	Msg       string
+	Replica   string
+	Job       string
+	Reason    string
+	Scheduled time.Time
+}
+
+// AdminOp is an operator's command and what it returned: nil, an error
+// wrapping cron.ErrUnknownJob, or errRedisUnavailable when Redis was down
+// or stalled and the command was not sent.
+type AdminOp struct {
+	At   time.Time
+	Kind EventKind
+	Job  string
+	Err  error
+}
+
+var errRedisUnavailable = errors.New("redis unavailable")
+
+// Probe is a job's record as Redis held it at At.
+type Probe struct {
+	At     time.Time
+	Job    string
+	Exists bool
+	TTL    time.Duration // negative for a record that never expires
+	Slot   string        // the record's latest slot, and when it began
+	SlotAt time.Time
+	State  string
+}
+
+// Simulate runs sc in a testing/synctest bubble of t and returns its
+// history. Nothing it finds fails t: [Check] judges the history. t fails
+// only if the bubble deadlocks (goroutines left blocked at its end).
+func Simulate(t *testing.T, sc *Scenario) *History {
+	h := &History{}
+	synctest.Test(t, func(t *testing.T) {
+		defer func() {
+			if v := recover(); v != nil && v != errFatal {
+				panic(v)
+			}
+		}()
+		w := &world{
+			sc: sc, h: h, tb: &recorder{TB: t, h: h},
+			runs: make(map[runKey]*seen), counts: make(map[string]int), alive: make(map[string]*atomic.Bool),
+		}
+		w.run()
+	})
+	return h
+}
+
+// world is a simulation in progress.
+type world struct {
+	sc *Scenario
+	h  *History
+	tb *recorder
+	c  *crontest.Cluster
+
+	mu       sync.Mutex
+	versions [Replicas]map[string]int // each replica's release of each job
+	starting map[string]int           // the releases of the replica being started
+	runs     map[runKey]*seen
+	counts   map[string]int // runs so far, by job
+	logs     []LogRecord
+	alive    map[string]*atomic.Bool // by replica name, its runtime's sink's
+
+	downUntil, stallUntil time.Time // of Redis, as the events made them
+}
+
+// runKey names a run as both the job's code and crontest see it: no two
+// replicas start a run of one job at one instant.
+type runKey struct {
+	job     string
+	run     uint64
+	started int64
+}
+
+// seen is what a job's code saw of a run.
+type seen struct {
+	number, version int
+	cancelled       time.Time
+	cause           error
+}
+
+// run plays the scenario: it starts the cluster, applies each event at its
+// instant, reads the records every probeEvery, and collects the history
+// at the end.
+func (w *world) run() {
+	sc := w.sc
+	time.Sleep(time.Until(sc.Start))
+	for i := range w.versions {
+		w.versions[i] = make(map[string]int)
+	}
+	w.starting = w.versions[0]
+	sink := &logSink{w: w}
+	w.c = crontest.New(w.tb, Replicas, w.jobs,
+		crontest.WithClockOffsets(sc.Offsets[:]...),
+		crontest.WithRedisLatency(sc.Latencies[:]...),
+		crontest.WithCronOptions(cron.WithLogger(slog.New(sink))))
+	rdb := w.c.Client()
+	admin := cron.NewAdmin(lock.NewDb(rdb))
+	ctx := context.Background()
+
+	probe := sc.Start.Add(probeEvery / 2).Add(7) // off every other instant
+	end := sc.Start.Add(sc.Span)
+	for _, e := range sc.Events {
+		at := sc.Start.Add(e.At)
+		for ; probe.Before(at); probe = probe.Add(probeEvery) {
+			time.Sleep(time.Until(probe))
+			w.probe(ctx, rdb)
+		}
+		time.Sleep(time.Until(at))
+		w.apply(ctx, e, admin)
+	}
+	for ; probe.Before(end); probe = probe.Add(probeEvery) {
+		time.Sleep(time.Until(probe))
+		w.probe(ctx, rdb)
+	}
+	time.Sleep(time.Until(end))
+	w.probe(ctx, rdb)
+	w.collect()
+}
+
+// jobs is the cluster's jobs function: a fresh copy of each job, in the
+// release that the replica being started runs.
+func (w *world) jobs(rdb *redis.Client) []cron.Job {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	db := lock.NewDb(rdb)
+	out := make([]cron.Job, 0, len(w.sc.Jobs))
+	for i := range w.sc.Jobs {
+		j := &w.sc.Jobs[i]
+		v := w.starting[j.Name]
+		version := j.Versions[v]
+		out = append(out, cron.Func(j.Name, version.Policy.Interval(j.NoStartup),
+			func(ctx context.Context, t cron.Tick) error { return w.process(ctx, j, v, t) },
+			cron.WithLease(cron.LeaseConfig{
+				Db: db, Attempts: version.Attempts, CatchUp: j.CatchUp, RunTTL: j.RunTTL, Backoff: j.Backoff,
+			})))
+	}
+	return out
+}
+
+// process is a run of job j in release v: it follows its plan.
+func (w *world) process(ctx context.Context, j *Job, v int, t cron.Tick) error {
+	w.mu.Lock()
+	n := w.counts[j.Name]
+	w.counts[j.Name]++
+	s := &seen{number: n, version: v}
+	w.runs[runKey{j.Name, t.Run, t.Started.UnixNano()}] = s
+	w.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		s.cancelled, s.cause = time.Now(), context.Cause(ctx)
+		w.mu.Unlock()
+	})
+	defer stop()
+
+	p, ok := j.Plans[w.planKey(j, v, t)]
+	if !ok {
+		p = defaultPlan
+	}
+	if p.Stubborn {
+		time.Sleep(p.Took)
+	} else {
+		timer := time.NewTimer(p.Took)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	switch p.Outcome {
+	case Fail:
+		return fmt.Errorf("run %d of %s failed as planned", n, j.Name)
+	case Panic:
+		panic(fmt.Sprintf("run %d of %s panicked as planned", n, j.Name))
+	}
+	return nil
+}
+
+// planKey returns the key of the plan of a run of job j in release v.
+func (w *world) planKey(j *Job, v int, t cron.Tick) PlanKey {
+	k := PlanKey{Attempt: t.Attempt, Requested: t.Trigger == cron.TriggerRequest}
+	if k.Requested {
+		k.Attempt = 1
+	}
+	if _, ok := t.Slot.Key(); ok {
+		k.At = t.Slot.Start.Sub(w.sc.Start)
+	} else {
+		k.At = time.Since(w.sc.Start).Truncate(j.Versions[v].Policy.D)
+	}
+	return k
+}
+
+// apply does what e says, at its instant.
+func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
+	now := time.Now()
+	switch e.Kind {
+	case Kill:
+		w.killed(e.Replica)
+		w.c.Kill(e.Replica)
+	case Restart:
+		w.restart(e.Replica)
+	case RedisDown:
+		w.c.RedisDown(e.D)
+		w.downUntil = later(w.downUntil, now.Add(e.D))
+	case RedisStall:
+		w.c.RedisStall(e.D)
+		w.stallUntil = later(w.stallUntil, now.Add(e.D))
+	case RedisRestart:
+		w.c.RedisRestart(e.D)
+		w.downUntil = later(w.downUntil, now.Add(e.D))
+	case StepClock:
+		w.c.StepClock(e.Replica, e.D)
+	case Deploy:
+		w.mu.Lock()
+		w.versions[e.Replica][e.Job] = e.Version
+		w.mu.Unlock()
+		w.restart(e.Replica)
+	default:
+		op := AdminOp{At: now, Kind: e.Kind, Job: e.Job, Err: errRedisUnavailable}
+		// An operator's command fails while Redis is down or stalled
+		// (his client is not the replicas', so crontest doesn't fail it).
+		if !now.Before(w.downUntil) && !now.Before(w.stallUntil) {
+			switch e.Kind {
+			case Pause:
+				op.Err = admin.Pause(ctx, e.Job)
+			case Resume:
+				op.Err = admin.Resume(ctx, e.Job)
+			case RunNow:
+				op.Err = admin.RunNow(ctx, e.Job)
+			}
+		}
+		w.h.Admin = append(w.h.Admin, op)
+	}
+}
+
+// restart starts a fresh runtime for replica i with its releases.
+func (w *world) restart(i int) {
+	w.killed(i)
+	w.mu.Lock()
+	w.starting = w.versions[i]
+	w.mu.Unlock()
+	w.c.Restart(i)
+}
+
+// killed silences replica i's runtime, which crontest is about to kill.
+func (w *world) killed(i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if dead := w.alive[fmt.Sprintf("replica-%d", i)]; dead != nil {
+		dead.Store(true)
+	}
+}
+
+// probe reads every job's record.
+func (w *world) probe(ctx context.Context, rdb *redis.Client) {
+	now := time.Now()
+	for _, j := range w.sc.Jobs {
+		key := RecordKey(j.Name)
+		p := Probe{At: now, Job: j.Name}
+		fields, err := rdb.HGetAll(ctx, key).Result()
+		if err != nil {
+			w.tb.Errorf("cronsim: reading %s: %v", key, err)
+			continue
+		}
+		if len(fields) > 0 {
+			ttl, err := rdb.PTTL(ctx, key).Result()
+			if err != nil {
+				w.tb.Errorf("cronsim: reading %s's TTL: %v", key, err)
+				continue
+			}
+			p.Exists, p.TTL, p.Slot, p.State = true, ttl, fields["slot"], fields["slot.state"]
+			if ms, err := strconv.ParseInt(fields["slot.at"], 10, 64); err == nil {
+				p.SlotAt = time.UnixMilli(ms).UTC()
+			}
+		}
+		w.h.Probes = append(w.h.Probes, p)
+	}
+}
+
+// RecordKey is the Redis key of the record of the job whose lease is named
+// name, as package cron documents it.
+func RecordKey(name string) string {
+	return "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:" + name + "}"
+}
+
+// collect copies the runs and log records into the history, in an order
+// that does not depend on the goroutines' scheduling.
+func (w *world) collect() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.c.Runs() {
+		run := Run{Job: r.Job, Replica: r.Replica, Tick: r.Tick, Start: r.Start, End: r.End, Err: r.Err, Number: -1}
+		if s := w.runs[runKey{r.Job, r.Tick.Run, r.Tick.Started.UnixNano()}]; s != nil {
+			run.Number, run.Version, run.Cancelled, run.Cause = s.number, s.version, s.cancelled, s.cause
+		}
+		w.h.Runs = append(w.h.Runs, run)
+	}
+	slices.SortStableFunc(w.h.Runs, func(a, b Run) int {
+		if n := a.Start.Compare(b.Start); n != 0 {
+			return n
+		}
+		if a.Replica != b.Replica {
+			return a.Replica - b.Replica
+		}
+		return cmpStrings(a.Job, b.Job)
+	})
+	w.h.Logs = slices.Clone(w.logs)
+	slices.SortStableFunc(w.h.Logs, func(a, b LogRecord) int {
+		if n := a.At.Compare(b.At); n != 0 {
+			return n
+		}
+		return cmpStrings(a.Replica+a.Job+a.Msg, b.Replica+b.Job+b.Msg)
+	})
+	w.h.End = time.Now()
+}
+
+func cmpStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// recorder is the testing.TB that the cluster reports to: it keeps the
+// errors in the history instead of failing the test, so that a shrinking
+// run that fails is not a failed test.
+type recorder struct {
+	testing.TB
+	mu sync.Mutex
+	h  *History
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Error(args ...any) { r.add(fmt.Sprint(args...)) }
+
+func (r *recorder) Errorf(format string, args ...any) { r.add(fmt.Sprintf(format, args...)) }
+
+// Fatal and Fatalf record the failure and end the run: the simulation
+// recovers errFatal.
+func (r *recorder) Fatal(args ...any) {
+	r.add(fmt.Sprint(args...))
+	panic(errFatal)
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.add(fmt.Sprintf(format, args...))
+	panic(errFatal)
+}
+
+func (r *recorder) add(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.h.Harness = append(r.h.Harness, msg)
+}
+
+var errFatal = errors.New("cronsim: the cluster failed")
+
+// logSink is the runtimes' slog.Handler: it keeps their Warn and Error
+// records, but for those of a runtime that crontest killed, which a dead
+// process would not have written.
+type logSink struct {
+	w     *world
+	attrs []slog.Attr
+	dead  *atomic.Bool // the runtime's, which set its "replica" attribute
+}
+
+func (s *logSink) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+// WithAttrs is called by each runtime as it starts, with its "replica"
+// attribute: the handler it returns is that runtime's.
+func (s *logSink) WithAttrs(attrs []slog.Attr) slog.Handler {
+	child := &logSink{w: s.w, attrs: append(slices.Clone(s.attrs), attrs...), dead: s.dead}
+	for _, a := range attrs {
+		if a.Key == "replica" {
+			child.dead = new(atomic.Bool)
+			s.w.mu.Lock()
+			s.w.alive[a.Value.String()] = child.dead
+			s.w.mu.Unlock()
+		}
+	}
+	return child
+}
+
+func (s *logSink) WithGroup(string) slog.Handler { return s }
+
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	if s.dead != nil && s.dead.Load() {
+		return nil
+	}
+	rec := LogRecord{At: time.Now(), Level: r.Level, Msg: r.Message}
+	read := func(a slog.Attr) bool {
+		switch a.Key {
+		case "replica":
+			rec.Replica = a.Value.String()
+		case "job":
+			rec.Job = a.Value.String()
+		case "reason":
+			rec.Reason = a.Value.String()
+		case "scheduled":
+			rec.Scheduled = a.Value.Time()
+		}
+		return true
+	}
+	for _, a := range s.attrs {
+		read(a)
+	}
+	r.Attrs(read)
+	s.w.mu.Lock()
+	s.w.logs = append(s.w.logs, rec)
+	s.w.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,297 @@
+package cronsim
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	seedFlag   = flag.Int64("sim.seed", -1, "replay this one seed, print its trace with -v, and shrink it if it fails")
+	fromFlag   = flag.Int64("sim.from", 0, "the first seed of the range")
+	seedsFlag  = flag.Int("sim.seeds", 0, "how many seeds to run from -sim.from (default: a handful, 100,000 with -sim.long)")
+	longFlag   = flag.Bool("sim.long", false, "the long mode: 100,000 seeds unless -sim.seeds says otherwise")
+	spanFlag   = flag.Duration("sim.span", 12*time.Hour, "how long each seed's simulated run lasts")
+	allFlag    = flag.Bool("sim.all", false, "go on past the first failing seed: list every failing seed, and report the first of each invariant")
+	ignoreFlag = flag.String("sim.ignore", "", "invariants not to check, comma-separated (such as I4,I8)")
+)
+
+// shrinkBudget bounds the simulations that shrinking a failure runs.
+const shrinkBudget = 400
+
+// seeds returns how many seeds TestSimulate runs.
+func seeds() int {
+	switch {
+	case *seedsFlag > 0:
+		return *seedsFlag
+	case *longFlag:
+		return 100_000
+	case raceEnabled:
+		return 3 // a handful: a seed takes several times longer under -race
+	}
+	return 8
+}
+
+func ignored() []string {
+	if *ignoreFlag == "" {
+		return nil
+	}
+	return strings.Split(*ignoreFlag, ",")
+}
+
+// seedResult is what one seed came to.
+type seedResult struct {
+	index      int // in the range
+	sc         *Scenario
+	violations []Violation
+	runs       int
+}
+
+// TestSimulate runs the seeds of the range (or the one -sim.seed names),
+// each a simulated run of leased jobs on three replicas through the faults
+// its seed draws, and checks the invariants after each (see the package
+// documentation). A failure is reported with its seed, its index in the
+// range, and its shrunk scenario and trace; -sim.seed replays it.
+func TestSimulate(t *testing.T) {
+	// The simulation allocates a Lua state per script call (miniredis):
+	// collecting garbage less often saves a third of its time.
+	t.Cleanup(func() { debug.SetGCPercent(debug.SetGCPercent(400)) }) // sets 400 now, restores at the end
+	if *seedFlag >= 0 {
+		replay(t, *seedFlag)
+		return
+	}
+	n := seeds()
+	began := time.Now()
+	results := make([]*seedResult, n)
+	var next atomic.Int64
+	var firstFail atomic.Int64 // the lowest failing index so far, n if none
+	firstFail.Store(int64(n))
+	t.Run("seeds", func(t *testing.T) {
+		for w := range runtime.GOMAXPROCS(0) {
+			t.Run(fmt.Sprint("worker-", w), func(t *testing.T) {
+				t.Parallel()
+				for {
+					k := next.Add(1) - 1
+					if k >= int64(n) || !*allFlag && k > firstFail.Load() {
+						return
+					}
+					o := simulate(t, k, *fromFlag+k)
+					results[k] = o
+					for len(o.violations) > 0 {
+						f := firstFail.Load()
+						if k >= f || firstFail.CompareAndSwap(f, k) {
+							break
+						}
+					}
+				}
+			})
+		}
+	})
+	report(t, results, time.Since(began))
+}
+
+// simulate runs the seed at index k of the range.
+func simulate(t *testing.T, k, seed int64) *seedResult {
+	sc := Generate(seed, *spanFlag)
+	h := Simulate(t, sc)
+	return &seedResult{index: int(k), sc: sc, violations: Check(sc, h, ignored()...), runs: len(h.Runs)}
+}
+
+// report sums up the range, and reports its first failure (with -sim.all,
+// the first failure of each invariant), shrunk.
+func report(t *testing.T, results []*seedResult, took time.Duration) {
+	var ran, runs int
+	var faults [numEventKinds]int
+	var failing []*seedResult
+	for _, o := range results {
+		if o == nil {
+			continue // not run: an earlier seed failed
+		}
+		ran++
+		runs += o.runs
+		for _, e := range o.sc.Events {
+			faults[e.Kind]++
+		}
+		if len(o.violations) > 0 {
+			failing = append(failing, o)
+		}
+	}
+	var kinds []string
+	for k, c := range faults {
+		kinds = append(kinds, fmt.Sprintf("%v %d", EventKind(k), c))
+	}
+	t.Logf("cronsim: %d seeds from %d, %s each (%.0f simulated hours), %d runs; events: %s; failing seeds: %d; took %v (%v a seed)",
+		ran, *fromFlag, short(*spanFlag), float64(ran)*spanFlag.Hours(), runs, strings.Join(kinds, ", "),
+		len(failing), took.Round(time.Millisecond), (took / time.Duration(max(ran, 1))).Round(time.Millisecond))
+	if len(failing) == 0 {
+		return
+	}
+	// The first failing seed of each invariant, by index in the range.
+	type first struct {
+		o *seedResult
+		v Violation
+		n int // failing seeds
+	}
+	var invs []string
+	firsts := make(map[string]*first)
+	for _, o := range failing {
+		seen := make(map[string]bool)
+		for _, v := range o.violations {
+			if seen[v.Invariant] {
+				continue
+			}
+			seen[v.Invariant] = true
+			if f := firsts[v.Invariant]; f != nil {
+				f.n++
+				continue
+			}
+			firsts[v.Invariant] = &first{o: o, v: v, n: 1}
+			invs = append(invs, v.Invariant)
+		}
+	}
+	slices.Sort(invs)
+	if *allFlag {
+		for _, o := range failing {
+			seen := make(map[string]bool)
+			for _, v := range o.violations {
+				if !seen[v.Invariant] {
+					seen[v.Invariant] = true
+					t.Logf("seed %d: %v", o.sc.Seed, v)
+				}
+			}
+		}
+		var sum []string
+		for _, inv := range invs {
+			f := firsts[inv]
+			sum = append(sum, fmt.Sprintf("%s: %d seeds, first seed %d (the %s)", inv, f.n, f.o.sc.Seed, ordinal(f.o.index+1)))
+		}
+		t.Logf("cronsim: invariants broken: %s", strings.Join(sum, "; "))
+	} else {
+		o := failing[0]
+		invs, firsts = []string{o.violations[0].Invariant}, map[string]*first{o.violations[0].Invariant: {o: o, v: o.violations[0]}}
+	}
+	for _, inv := range invs {
+		f := firsts[inv]
+		t.Errorf("seed %d, the %s of the range from %d (found after %d seeds), breaks %s (%s):\n%s",
+			f.o.sc.Seed, ordinal(f.o.index+1), *fromFlag, f.o.index+1, inv, f.v.Rule, explain(t, f.o.sc, f.v))
+	}
+}
+
+// replay runs one seed, logs its trace, and reports its violations,
+// shrinking the first.
+func replay(t *testing.T, seed int64) {
+	sc := Generate(seed, *spanFlag)
+	h := Simulate(t, sc)
+	t.Logf("%v\n%s", sc, h.Trace("", false))
+	vs := Check(sc, h, ignored()...)
+	for _, v := range vs {
+		t.Logf("%v", v)
+	}
+	if len(vs) > 0 {
+		t.Errorf("seed %d breaks %s (%s):\n%s", seed, vs[0].Invariant, vs[0].Rule, explain(t, sc, vs[0]))
+	}
+}
+
+// explain shrinks a failing scenario and says how to replay it, what is
+// left of it, what happened to its job, and how the invariant broke.
+func explain(t *testing.T, sc *Scenario, v Violation) string {
+	replay := fmt.Sprintf("replay: go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=%d", sc.Seed)
+	if *spanFlag != 12*time.Hour {
+		replay += fmt.Sprintf(" -sim.span=%v", *spanFlag)
+	}
+	if raceEnabled {
+		// Shrinking takes up to shrinkBudget simulations, each several
+		// times slower under the race detector: the replay shrinks.
+		return fmt.Sprintf("%s (it shrinks the failure)\n%v\n%v\n", replay, sc, v)
+	}
+	fails := func(c *Scenario) (Violation, bool) {
+		for _, w := range Check(c, Simulate(t, c), ignored()...) {
+			if w.Invariant == v.Invariant && w.Rule == v.Rule && w.Job == v.Job {
+				return w, true
+			}
+		}
+		return Violation{}, false
+	}
+	small, sv, runs := Shrink(sc, v, fails, shrinkBudget)
+	h := Simulate(t, small)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\nshrunk in %d simulations from %d events and %d plans to:\n%v\n%s%v\n",
+		replay, runs, len(sc.Events), len(sc.atoms())-len(sc.Events), small, h.Trace(sv.Job, false), sv)
+	return b.String()
+}
+
+// ordinal spells n as "1st", "2nd", "3rd", "4th", ...
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprint(n, suffix)
+}
+
+// TestDeterministic runs seeds twice: each gives the same history, to the
+// nanosecond, both times.
+func TestDeterministic(t *testing.T) {
+	for _, seed := range []int64{1, 2} {
+		sc := Generate(seed, *spanFlag)
+		first := traceAll(Simulate(t, sc))
+		second := traceAll(Simulate(t, sc))
+		if first != second {
+			a, b := strings.Split(first, "\n"), strings.Split(second, "\n")
+			for i := range min(len(a), len(b)) {
+				if a[i] != b[i] {
+					t.Errorf("seed %d: the histories of two runs differ at line %d:\n%s\n%s", seed, i+1, a[i], b[i])
+					break
+				}
+			}
+			if len(a) != len(b) {
+				t.Errorf("seed %d: the histories of two runs have %d and %d lines", seed, len(a), len(b))
+			}
+		}
+		if strings.Count(first, "\n") < 50 {
+			t.Errorf("seed %d: a history of %d lines, want a busy one", seed, strings.Count(first, "\n"))
+		}
+	}
+}
+
+func traceAll(h *History) string { return h.Trace("", true) }
+
+// TestDdmin checks that delta debugging finds the two atoms of fifty that
+// a failure needs, and the empty set when it needs none.
+func TestDdmin(t *testing.T) {
+	atoms := make([]int, 50)
+	for i := range atoms {
+		atoms[i] = i
+	}
+	var mu sync.Mutex
+	calls := 0
+	got := ddmin(atoms, func(as []int) bool {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return slices.Contains(as, 17) && slices.Contains(as, 42)
+	})
+	if !slices.Equal(got, []int{17, 42}) {
+		t.Errorf("ddmin = %v, want [17 42]", got)
+	}
+	if calls > 100 {
+		t.Errorf("ddmin took %d tests, want at most 100", calls)
+	}
+	if got := ddmin(atoms, func([]int) bool { return true }); len(got) != 0 {
+		t.Errorf("ddmin of a failure that needs nothing = %v, want []", got)
+	}
+}
