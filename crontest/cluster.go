@@ -136,15 +136,17 @@ func WithStartDelays(delays ...time.Duration) Option {
 }
 
 // WithRedisLatency sets how long the replicas' Redis commands take to
-// reach Redis: replica i's take latencies[i], the others none; a new
-// connection's handshake takes none. The replies come back at once. A
-// latency must not be negative.
+// reach Redis: replica i's take latencies[i], and a nanosecond more per
+// byte of their arguments; the others take none, and neither does a new
+// connection's handshake. The replies come back at once. A latency must
+// not be negative.
 //
 // Besides modelling a replica far from Redis, distinct latencies make a
 // test exactly repeatable: replicas that act at one instant of the bubble's
 // clock (all of them hear a run-now request at once, or start together)
 // reach Redis one after the other, in the order of their latencies, rather
-// than in the order the Go scheduler happens to run them.
+// than in the order the Go scheduler happens to run them; and so do, by
+// their sizes, two commands that one replica sends at one instant.
 func WithRedisLatency(latencies ...time.Duration) Option {
 	return func(o *options) error {
 		for i, d := range latencies {
@@ -623,11 +625,32 @@ func (c *Cluster) transit(ctx context.Context, inc *incarnation, latency time.Du
 		}
 	}
 	if latency > 0 && !handshake(cmds) {
-		if err := wait(ctx, latency); err != nil {
+		if err := wait(ctx, latency+size(cmds)); err != nil {
 			return err
 		}
 	}
 	return c.redisErr(inc)
+}
+
+// size is how long cmds take to send beside the latency: a nanosecond per
+// byte of their arguments. Two commands that a replica sends at one instant
+// (its runtime's goroutines may) then reach Redis in an order of their own,
+// not in the order the Go scheduler happened to run their goroutines.
+func size(cmds []redis.Cmder) time.Duration {
+	n := 0
+	for _, cmd := range cmds {
+		for _, a := range cmd.Args() {
+			switch v := a.(type) {
+			case string:
+				n += len(v)
+			case []byte:
+				n += len(v)
+			default:
+				n += len(fmt.Sprint(v))
+			}
+		}
+	}
+	return time.Duration(n)
 }
 
 // handshake reports whether cmds are a new connection's handshake (HELLO,

@@ -17,8 +17,9 @@ import (
 )
 
 // TestRedisLatency checks that a replica's command takes its latency to
-// reach Redis, and that replicas acting at one instant reach Redis in the
-// order of their latencies.
+// reach Redis, and a nanosecond per byte, that replicas acting at one
+// instant reach Redis in the order of their latencies, and that one
+// replica's commands sent at one instant arrive by size.
 func TestRedisLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -46,9 +47,39 @@ func TestRedisLatency(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		// RPUSH order <i>: 11 bytes, 11 ns.
 		for name, want := range map[string]time.Duration{"0": 3 * time.Millisecond, "1": time.Millisecond, "2": 2 * time.Millisecond} {
-			if took[name] != want {
-				t.Errorf("replica %s's RPUSH took %v, want its latency %v", name, took[name], want)
+			if took[name] != want+11 {
+				t.Errorf("replica %s's RPUSH took %v, want its latency %v and 11ns", name, took[name], want)
+			}
+		}
+	})
+}
+
+// TestRedisLatencyBySize sends two commands of one replica at one instant,
+// many times: the shorter one always reaches Redis first.
+func TestRedisLatencyBySize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(t, 1, func(rdb *redis.Client) []cron.Job {
+			return []cron.Job{cron.Func("push", hourly, func(ctx context.Context, _ cron.Tick) error {
+				for range 20 {
+					var wg sync.WaitGroup
+					for _, v := range []string{"longer", "short"} {
+						wg.Go(func() { rdb.RPush(ctx, "order", v) })
+					}
+					wg.Wait()
+				}
+				return nil
+			})}
+		}, WithRedisLatency(time.Millisecond))
+		time.Sleep(time.Minute)
+		order, err := c.Client().LRange(t.Context(), "order", 0, -1).Result()
+		if err != nil || len(order) != 40 {
+			t.Fatalf("LRANGE order = %q, %v, want 40 values", order, err)
+		}
+		for i := 0; i < len(order); i += 2 {
+			if order[i] != "short" || order[i+1] != "longer" {
+				t.Fatalf("LRANGE order = %q, want short before longer in every pair", order)
 			}
 		}
 	})

@@ -53,8 +53,14 @@ type Job struct {
 	Backoff   time.Duration // LeaseConfig.Backoff: 0, the default, or longer
 	// Plans say how runs behave, by slot and attempt (see PlanKey), so
 	// that a run keeps its plan when shrinking removes events before it.
-	// A run without a plan succeeds after a second.
+	// A run without a plan succeeds after Quick: a second, and
+	// nanoseconds of the job's own. Two runs of one replica start a
+	// whole number of its latencies apart; were they as long, their ends'
+	// round trips could reach Redis at one instant, in either order (a
+	// script that one loads and the other runs by its SHA tells them
+	// apart).
 	Plans map[PlanKey]Plan
+	Quick time.Duration
 }
 
 // Version is what one release of a job's code says: its schedule and its
@@ -159,10 +165,6 @@ const (
 	Panic
 )
 
-// defaultPlan is the plan of a run that has none: a second, and
-// nanoseconds that keep its end off its heartbeats.
-var defaultPlan = Plan{Took: time.Second + 123_457}
-
 func (p Plan) String() string {
 	s := [...]string{"ok", "fails", "panics"}[p.Outcome] + " after " + short(p.Took.Round(time.Millisecond))
 	if p.Stubborn {
@@ -266,7 +268,8 @@ func genJob(r *rand.Rand, name string, start time.Time, span time.Duration) Job 
 		kind = PolicyKind(1 + r.IntN(2))
 	}
 	v := Version{Policy: genPolicy(r, kind), Attempts: 1 + r.IntN(3)}
-	j := Job{Name: name, Versions: []Version{v}, Plans: make(map[PlanKey]Plan)}
+	j := Job{Name: name, Versions: []Version{v}, Plans: make(map[PlanKey]Plan),
+		Quick: time.Second + time.Duration(1+r.IntN(int(time.Millisecond)-1))}
 	// A second release: another schedule of the same kind, or other
 	// attempts; deploys roll it out.
 	next := v
@@ -296,7 +299,9 @@ func genJob(r *rand.Rand, name string, start time.Time, span time.Duration) Job 
 	var slots []slot
 	if every := v.Policy.Interval(false); kind == CronSpec {
 		for s, ok := every.NextSlot(start.Add(-24 * time.Hour)); ok && s.Start.Before(start.Add(span)); s, ok = every.NextSlot(s.Start) {
-			slots = append(slots, slot{s.Start.Sub(start), s.End.Sub(s.Start)})
+			if s.End.After(start) { // the slot of the startup run, and later ones
+				slots = append(slots, slot{s.Start.Sub(start), s.End.Sub(s.Start)})
+			}
 		}
 	} else {
 		for at := time.Duration(0); at < span; at += v.Policy.D {

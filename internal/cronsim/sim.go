@@ -236,7 +236,7 @@ func (w *world) process(ctx context.Context, j *Job, v int, t cron.Tick) error {
 
 	p, ok := j.Plans[w.planKey(j, v, t)]
 	if !ok {
-		p = defaultPlan
+		p = Plan{Took: j.Quick}
 	}
 	if p.Stubborn {
 		time.Sleep(p.Took)

@@ -243,10 +243,15 @@ func ordinal(n int) string {
 	return fmt.Sprint(n, suffix)
 }
 
-// TestDeterministic runs seeds twice: each gives the same history, to the
+// TestDeterministic runs two seeds (or the range that -sim.from and
+// -sim.seeds give) twice each: a seed gives the same history, to the
 // nanosecond, both times.
 func TestDeterministic(t *testing.T) {
-	for _, seed := range []int64{1, 2} {
+	n := 2
+	if *seedsFlag > 0 {
+		n = *seedsFlag
+	}
+	for seed := *fromFlag; seed < *fromFlag+int64(n); seed++ {
 		sc := Generate(seed, *spanFlag)
 		first := traceAll(Simulate(t, sc))
 		second := traceAll(Simulate(t, sc))
