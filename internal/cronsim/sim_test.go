@@ -132,9 +132,9 @@ func report(t *testing.T, results []*seedResult, took time.Duration) {
 	for k, c := range faults {
 		kinds = append(kinds, fmt.Sprintf("%v %d", EventKind(k), c))
 	}
-	t.Logf("cronsim: %d seeds from %d, %s each (%.0f simulated hours), %d runs; events: %s; failing seeds: %d; took %v (%v a seed)",
+	t.Logf("cronsim: %d seeds from %d, %s each (%.0f simulated hours), %d runs; events: %s; failing seeds: %d; took %v on %d workers",
 		ran, *fromFlag, short(*spanFlag), float64(ran)*spanFlag.Hours(), runs, strings.Join(kinds, ", "),
-		len(failing), took.Round(time.Millisecond), (took / time.Duration(max(ran, 1))).Round(time.Millisecond))
+		len(failing), took.Round(time.Millisecond), runtime.GOMAXPROCS(0))
 	if len(failing) == 0 {
 		return
 	}
