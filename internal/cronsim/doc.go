@@ -77,11 +77,14 @@
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.long           # 100,000 seeds
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
 //
-// Each seed simulates 12 hours unless -sim.span says otherwise. A range
+// Each seed simulates 8 hours unless -sim.span says otherwise. A range
 // stops at its first failing seed (-sim.all goes on, lists every failing
-// seed, and reports the first failing seed of each invariant); the failure names the seed, how many
-// seeds of the range it took to find it, the command that replays it, and
-// the scenario shrunk by delta debugging to the events and run plans that
-// it still needs, with the trace of its job. -sim.ignore=I4,I8 leaves
-// invariants out.
+// seed, and reports the first failing seed of each invariant). A failure
+// names the seed, how many seeds of the range it took to find it, the
+// command that replays it, and the scenario shrunk by delta debugging to
+// the events and run plans that it still needs, with the trace of its job.
+// -sim.ignore=I4,I8 leaves invariants out. The long mode's 100,000 seeds
+// take about 5 hours of CPU, 2.5 on two cores: on several machines, give
+// each its own range (-sim.from=0 -sim.seeds=50000 on one, -sim.from=50000
+// -sim.seeds=50000 on another); on one, a process runs a seed per core.
 package cronsim

@@ -10,7 +10,8 @@ import (
 // that fails, given a scenario, reports whether its simulation still
 // breaks the invariant in question (the same rule of it, for the same
 // job), and how. It keeps only the job that
-// broke it (v's), cuts the span to an hour past the violation, then
+// broke it (v's; another job's deploy becomes the restart it is), cuts the
+// span to an hour past the violation, then
 // removes events and plans by delta debugging, and cuts the span again; it
 // stops after budget simulations. It returns the scenario, its violation,
 // and the simulations it ran. Shrinking is deterministic: a seed shrinks to
@@ -32,7 +33,15 @@ func Shrink(sc *Scenario, v Violation, fails func(*Scenario) (Violation, bool), 
 		if j, ok := sc.job(v.Job); ok {
 			alone := sc.clone()
 			alone.Jobs = []Job{j.clone()}
-			alone.Events = slices.DeleteFunc(alone.Events, func(e Event) bool { return e.Job != "" && e.Job != v.Job })
+			alone.Events = nil
+			for _, e := range sc.Events {
+				switch {
+				case e.Job == "" || e.Job == v.Job:
+					alone.Events = append(alone.Events, e)
+				case e.Kind == Deploy: // another job's deploy still restarts the replica
+					alone.Events = append(alone.Events, Event{At: e.At, Kind: Restart, Replica: e.Replica})
+				}
+			}
 			try(alone)
 		}
 	}

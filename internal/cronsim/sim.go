@@ -336,22 +336,24 @@ func (w *world) killed(i int) {
 // probe reads every job's record.
 func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 	now := time.Now()
-	for _, j := range w.sc.Jobs {
-		key := RecordKey(j.Name)
-		p := Probe{At: now, Job: j.Name}
-		fields, err := rdb.HGetAll(ctx, key).Result()
-		if err != nil {
-			w.tb.Errorf("cronsim: reading %s: %v", key, err)
-			continue
+	// One round trip for every job's record and its TTL.
+	fields := make([]*redis.MapStringStringCmd, len(w.sc.Jobs))
+	ttls := make([]*redis.DurationCmd, len(w.sc.Jobs))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, j := range w.sc.Jobs {
+			fields[i], ttls[i] = p.HGetAll(ctx, RecordKey(j.Name)), p.PTTL(ctx, RecordKey(j.Name))
 		}
-		if len(fields) > 0 {
-			ttl, err := rdb.PTTL(ctx, key).Result()
-			if err != nil {
-				w.tb.Errorf("cronsim: reading %s's TTL: %v", key, err)
-				continue
-			}
-			p.Exists, p.TTL, p.Slot, p.State = true, ttl, fields["slot"], fields["slot.state"]
-			if ms, err := strconv.ParseInt(fields["slot.at"], 10, 64); err == nil {
+		return nil
+	})
+	if err != nil {
+		w.tb.Errorf("cronsim: reading the records: %v", err)
+		return
+	}
+	for i, j := range w.sc.Jobs {
+		p := Probe{At: now, Job: j.Name}
+		if f := fields[i].Val(); len(f) > 0 {
+			p.Exists, p.TTL, p.Slot, p.State = true, ttls[i].Val(), f["slot"], f["slot.state"]
+			if ms, err := strconv.ParseInt(f["slot.at"], 10, 64); err == nil {
 				p.SlotAt = time.UnixMilli(ms).UTC()
 			}
 		}
