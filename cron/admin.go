@@ -267,7 +267,7 @@ type historyEntry struct {
 // parseHistory reads a history's entries, newest first, skipping any it
 // can't read. last, the record's last run, leads it when the history
 // doesn't have it yet: a run that a claim recorded lost, which the next
-// completion adds.
+// completion adds (every other run's completion adds it to both).
 func parseHistory(runs []string, last *RunRecord) []RunRecord {
 	out := make([]RunRecord, 0, len(runs)+1)
 	for _, s := range runs {
@@ -291,7 +291,7 @@ func parseHistory(runs []string, last *RunRecord) []RunRecord {
 		}
 		out = append(out, r)
 	}
-	if last != nil && (len(out) == 0 || out[0].Started.Before(last.Started)) {
+	if last != nil && last.Outcome == "lost" && (len(out) == 0 || !sameRun(out[0], *last)) {
 		out = slices.Insert(out, 0, *last)
 	}
 	if len(out) == 0 {
@@ -429,6 +429,12 @@ func runRecord(f map[string]string, prefix, start string) RunRecord {
 		r.Duration = r.Finished.Sub(r.Started)
 	}
 	return r
+}
+
+// sameRun reports whether a and b are one run: of one slot and attempt,
+// started at one millisecond.
+func sameRun(a, b RunRecord) bool {
+	return a.Slot == b.Slot && a.Attempt == b.Attempt && a.Started.Equal(b.Started)
 }
 
 // slotName shows a duration policy's slot, the millisecond it opened, as

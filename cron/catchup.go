@@ -39,8 +39,15 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 				return
 			}
 			r.mu.Lock()
-			every, s := e.every.Interval, e.admit.state
+			every, leased := e.every.Interval, e.admit != nil && e.admit.state != nil
+			var s *jobState
+			if leased {
+				s = e.admit.state
+			}
 			r.mu.Unlock()
+			if !leased {
+				continue // replaced by a job without a lease since
+			}
 			first, _ := every.First(now)
 			if first.Equal(now) {
 				continue // its startup run claims it
@@ -99,8 +106,14 @@ func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
 	r.mu.Lock()
 	next, _ := r.nextDue(e) // none, for a job with no tick to come
 	t := Tick{Job: e.name, Scheduled: next, Slot: e.every.Plan(next, next).Slot}
-	s := e.admit.state
+	var s *jobState
+	if e.admit != nil {
+		s = e.admit.state
+	}
 	r.mu.Unlock()
+	if s == nil {
+		return // replaced by a job without a lease since
+	}
 	hctx, cancel := context.WithTimeout(lctx, helloTimeout)
 	defer cancel()
 	if _, err := s.claim(hctx, modeHello, &t, next, ""); err != nil && lctx.Err() == nil {

@@ -99,3 +99,23 @@ func outcomes(h []RunRecord) string {
 	}
 	return s
 }
+
+// TestParseHistoryLostInOneMillisecond checks that a run recorded lost
+// leads the history even when it started in the millisecond the
+// history's newest run did (a run that failed at once, and the next
+// slot's run claimed right after it): they are told apart by slot and
+// attempt, not by time.
+func TestParseHistoryLostInOneMillisecond(t *testing.T) {
+	at := time.UnixMilli(1_800_000_000_000).UTC()
+	entry := `{"slot":"2027-01-15T08:00:01Z","by":"r0","why":"schedule","try":"1","due":"","start":"1800000000000","end":"1800000000000","outcome":"error","error":"boom"}`
+	lost := &RunRecord{Slot: "2027-01-15T08:00:02Z", Replica: "r0", Attempt: 1, Started: at, Outcome: "lost"}
+	h := parseHistory([]string{entry}, lost)
+	if got := outcomes(h); got != "lost error" {
+		t.Errorf("history = %s, want lost error", got)
+	}
+	// The history's newest run is the record's last: not twice.
+	same := &RunRecord{Slot: "2027-01-15T08:00:01Z", Replica: "r0", Attempt: 1, Started: at, Outcome: "error"}
+	if got := outcomes(parseHistory([]string{entry}, same)); got != "error" {
+		t.Errorf("history = %s, want error, once", got)
+	}
+}

@@ -37,8 +37,10 @@ type Job interface {
 type Tick struct {
 	// Scheduled is when the run was due: the runtime's start for the
 	// startup run, and the slot itself for a Cron job's tick, so a job can
-	// key its work by it. A run that starts late still carries the time it
-	// was due (a Cron job that woke up late: the latest slot it missed).
+	// key its work by it (with interval.Interval.WithSpread, the slot's
+	// start plus the job's offset: key it by Slot then). A run that starts
+	// late still carries the time it was due (a Cron job that woke up
+	// late: the latest slot it missed).
 	Scheduled time.Time
 	// Slot is the slot the run belongs to, as package interval defines
 	// it: for a Cron job, one that every replica names alike

@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -94,5 +95,35 @@ func TestRemoveLeasedRetry(t *testing.T) {
 	if after.Attempts != 1 || after.SlotState != "open" || len(ev.of("started")) != 1 {
 		t.Errorf("after Remove: %d attempts (was %d), slot %s, %d runs started; want 1, open, 1",
 			after.Attempts, st.Attempts, after.SlotState, len(ev.of("started")))
+	}
+}
+
+// TestReplaceLeasedByPlain replaces leased jobs whose start announces
+// them to their records (they have no startup run) by jobs without a
+// lease, at once: the start's goroutine, which announces 200 jobs one
+// after the other, skips the replaced ones. It once read the replaced
+// jobs' absent records and crashed.
+func TestReplaceLeasedByPlain(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(srv.Client(t))
+	every := interval.AtLeast(time.Hour).WithoutStartupRun()
+	var jobs []cron.Job
+	for i := range 200 {
+		jobs = append(jobs, &leasedJob{testJob: testJob{name: fmt.Sprint("report-", i), every: every}, lease: cron.LeaseConfig{Db: db}})
+	}
+	rt, err := cron.Start(jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 200; i++ {
+		if err := rt.Replace(&testJob{name: fmt.Sprint("report-", i), every: every}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The announcements reach the replaced jobs once report-99's is made.
+	waitStatus(t, db, "report-99", func(cron.JobStatus) bool { return true })
+	time.Sleep(200 * time.Millisecond)
+	if err := rt.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }

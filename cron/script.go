@@ -286,14 +286,19 @@ if get('run') ~= ARGV[1] then
 	return {0}
 end
 local H, keepRuns = KEYS[2], tonumber(ARGV[8])
+-- A run is named by its slot, attempt and start: two runs can start in one
+-- millisecond.
+local function name(slot, try, start)
+	return tostring(slot or '') .. ' ' .. tostring(try or '') .. ' ' .. tostring(start or '')
+end
 local function push(e)
 	redis.call('LPUSH', H, cjson.encode(e))
-	hset('hist.start', e.start)
+	hset('hist.last', name(e.slot, e.try, e.start))
 end
 -- A run that C1 recorded lost since the last completion enters the history
 -- before this one: it is in last, and not the history's newest.
-local prev = redis.call('HMGET', R, 'last.outcome', 'last.start', 'last.end', 'last.slot', 'last.by', 'last.why', 'last.try', 'fail.error', 'hist.start')
-if prev[1] == 'lost' and prev[2] and prev[2] ~= prev[9] then
+local prev = redis.call('HMGET', R, 'last.outcome', 'last.start', 'last.end', 'last.slot', 'last.by', 'last.why', 'last.try', 'fail.error', 'hist.last')
+if prev[1] == 'lost' and name(prev[4], prev[7], prev[2]) ~= prev[9] then
 	push({slot = prev[4], by = prev[5], why = prev[6], try = prev[7], due = '', start = prev[2],
 		['end'] = prev[3], outcome = 'lost', error = prev[8] or ''})
 end
