@@ -302,7 +302,7 @@ func TestServerFaults(t *testing.T) {
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
 		EntersLate:     res.EntersLate,
-		Porcupine:      verdict(t, pre, ttl, ld.Kind) + " (up to the first kill)",
+		Linearizable:   verdict(t, pre, ttl, ld.Kind) + " (up to the first kill)",
 		Notes: []string{
 			fmt.Sprintf("errors: %d while paused, %d while down, %d once back for 1 s", pauseErrs, downErrs, lateErrs),
 			fmt.Sprintf("WhileHeld: %d completed, %d leases lost; cron: %d runs took the lease, %d found it taken, %d failed, %d panicked", completed, lost, ran, busy, failed, panics.Load()),
