@@ -15,28 +15,29 @@ const worstTTL = 200 * time.Millisecond
 type worst struct {
 	name string
 	kind LockKind
-	ops  []Op
+	ops  func() []Op
 	want []Result
 }
 
-// worstHistories returns the worst histories, each about n operations long.
+// worstHistories returns the worst histories, each about n operations long,
+// built when asked for, so that one at a time takes memory.
 func worstHistories(n int) []worst {
 	ms := int64(time.Millisecond)
 	return []worst{
 		{"Lock, 24 unknown acquires, then hand-offs, then a release of a lock never held", Lock,
-			unknownStorm(24, n, false), []Result{Illegal, Unknown}},
+			func() []Op { return unknownStorm(24, n, false) }, []Result{Illegal, Unknown}},
 		{"Lock, 24 unknown acquires, then hand-offs", Lock,
-			unknownStorm(24, n, true), []Result{Ok}},
+			func() []Op { return unknownStorm(24, n, true) }, []Result{Ok}},
 		{"Lock, 32 clients always in flight, a holder extending", Lock,
-			crowd(32, n), []Result{Ok}},
+			func() []Op { return crowd(32, n) }, []Result{Ok}},
 		{"RWLock, rounds of 16 readers at once, then a writer beside a live reader", RWLock,
-			readerRounds(16, n, false), []Result{Illegal, Unknown}},
+			func() []Op { return readerRounds(16, n, false) }, []Result{Illegal, Unknown}},
 		{"RWLock, rounds of 16 readers at once", RWLock,
-			readerRounds(16, n, true), []Result{Ok}},
+			func() []Op { return readerRounds(16, n, true) }, []Result{Ok}},
 		{"RWLock, 16 unknown read acquires, then rounds of readers, then a writer beside a live reader", RWLock,
-			append(unknownReads(16), readerRounds(16, n, false)...), []Result{Illegal, Unknown}},
+			func() []Op { return append(unknownReads(16), readerRounds(16, n, false)...) }, []Result{Illegal, Unknown}},
 		{"Lock, 300 acquires in flight at once", Lock,
-			wide(300, 10*ms), []Result{Unknown}},
+			func() []Op { return wide(300, 10*ms) }, []Result{Unknown}},
 	}
 }
 
@@ -157,7 +158,7 @@ func TestSearchBounds(t *testing.T) {
 	for _, w := range worstHistories(n) {
 		t.Run(w.name, func(t *testing.T) {
 			h := &History{}
-			h.Add(w.ops...)
+			h.Add(w.ops()...)
 			c := h.Linearizable(worstTTL, w.kind, lim)
 			if !slices.Contains(w.want, c.Result) {
 				t.Errorf("Linearizable = %v, want one of %v", c, w.want)

@@ -139,12 +139,19 @@ type node struct {
 	pend []int32
 }
 
-// frame is a configuration whose other children the search may still try,
-// should the one it follows fail.
+// frame is a configuration whose children the search tries one after the
+// other, should the one it follows fail. A child places one of the
+// operations in flight, in one of the states the model allows after it:
+// the returning operation first, which takes the search to the next event,
+// then the others, which keep it at this one. Children are made as they are
+// tried.
 type frame struct {
-	i        int // the configuration's event
-	children []node
-	cost     int64
+	n      node
+	cands  []int32   // the operations to place, the returning one first
+	k      int       // the candidate whose states are being tried
+	states []rwState // its states left to try
+	given  bool      // a child was handed out
+	cost   int64
 }
 
 type search struct {
@@ -222,15 +229,9 @@ func (s *search) run() (Result, string) {
 			return Unknown, fmt.Sprintf("gave up: %d operations in flight and live readers at once, over its limit of %d, at %s", w, maxWidth, s.progress(n.i))
 		}
 		if !s.remember(s.encode(n), n.i) {
-			kids := s.children(n)
-			if len(kids) == 0 && n.i > s.stuckAt {
-				s.stuckAt, s.stuckNode = n.i, n
-			}
-			if len(kids) > 0 {
-				f := frame{i: n.i, children: kids, cost: nodeCost(kids)}
-				s.stack = append(s.stack, f)
-				s.grow(f.cost)
-			}
+			f := s.frame(n)
+			s.stack = append(s.stack, f)
+			s.grow(f.cost)
 		}
 		if s.seenBytes > 2*s.forgotAt+1<<20 {
 			s.forget(n.i)
@@ -239,18 +240,23 @@ func (s *search) run() (Result, string) {
 			return Unknown, fmt.Sprintf("gave up at its memory limit, %.0f MiB of search state, after %d configurations, at %s",
 				float64(s.memory)/(1<<20), s.nodes, s.progress(n.i))
 		}
-		// Follow the newest choice left; a frame whose last child is
-		// handed out is dropped.
-		if len(s.stack) == 0 {
-			if s.dropped {
-				return Unknown, "gave up: every order it kept failed, and it had dropped older choices to stay within its memory limit; " + s.illegal()
+		// Follow the newest frame's next child; a frame with none left
+		// is done.
+		for {
+			if len(s.stack) == 0 {
+				if s.dropped {
+					return Unknown, "gave up: every order it kept failed, and it had dropped older choices to stay within its memory limit; " + s.illegal()
+				}
+				return Illegal, s.illegal()
 			}
-			return Illegal, s.illegal()
-		}
-		f := &s.stack[len(s.stack)-1]
-		n = f.children[0]
-		f.children = f.children[1:]
-		if len(f.children) == 0 {
+			f := &s.stack[len(s.stack)-1]
+			if kid, ok := s.next(f); ok {
+				n = kid
+				break
+			}
+			if !f.given && f.n.i > s.stuckAt {
+				s.stuckAt, s.stuckNode = f.n.i, f.n
+			}
 			s.grow(-f.cost)
 			s.stack = s.stack[:len(s.stack)-1]
 		}
@@ -263,7 +269,7 @@ func (s *search) run() (Result, string) {
 func (s *search) forget(i int) {
 	cut := int32(i)
 	if len(s.stack) > 0 {
-		cut = int32(s.stack[0].i)
+		cut = int32(s.stack[0].n.i)
 	}
 	for k, at := range s.seen {
 		if at < cut {
@@ -318,32 +324,47 @@ func (s *search) advance(n node) node {
 	return n
 }
 
-// children returns the configurations that follow n, at the return of an
-// operation x not placed yet: x placed now (first), or another operation
-// in flight placed before it.
-func (s *search) children(n node) []node {
-	e := s.events[n.i]
-	var kids []node
-	for _, st := range s.step(n.s, s.ops[e.op]) {
-		kids = append(kids, node{n.i + 1, st, s.settle(st, without(n.pend, e.op))})
-	}
+// frame returns the frame of n, at the return of an operation not placed
+// yet.
+func (s *search) frame(n node) frame {
+	x := s.events[n.i].op
+	cands := []int32{x}
 	for _, y := range n.pend {
-		oy := s.ops[y]
-		if y == e.op || pure(oy) {
-			// A busy acquire still in flight could not be placed in
-			// this state, or it would have been.
-			continue
-		}
-		for _, st := range s.step(n.s, oy) {
-			if oy.Err != "" && equalState(st, n.s) {
-				// An unknown outcome without effect: leaving it in
-				// flight keeps every choice this one has.
-				continue
-			}
-			kids = append(kids, node{n.i, st, s.settle(st, without(n.pend, y))})
+		// A busy acquire still in flight could not be placed in this
+		// state, or it would have been.
+		if y != x && !pure(s.ops[y]) {
+			cands = append(cands, y)
 		}
 	}
-	return kids
+	return frame{
+		n: n, cands: cands, k: -1,
+		cost: 160 + 8*int64(len(n.pend)) + 32*int64(len(n.s.readers)),
+	}
+}
+
+// next returns f's next child, or false when none is left.
+func (s *search) next(f *frame) (node, bool) {
+	for len(f.states) == 0 {
+		if f.k++; f.k == len(f.cands) {
+			return node{}, false
+		}
+		y := s.ops[f.cands[f.k]]
+		f.states = s.step(f.n.s, y)
+		if y.Err != "" && f.k > 0 {
+			// An unknown outcome without effect: leaving the operation
+			// in flight keeps every choice placing it would.
+			f.states = slices.DeleteFunc(f.states, func(st rwState) bool { return equalState(st, f.n.s) })
+		}
+	}
+	st := f.states[0]
+	f.states = f.states[1:]
+	f.given = true
+	y := f.cands[f.k]
+	i := f.n.i
+	if f.k == 0 {
+		i++ // the returning operation is placed: on to the next event
+	}
+	return node{i, st, s.settle(st, without(f.n.pend, y))}, true
 }
 
 // settle places, in state st, the busy acquires in flight that st allows:
@@ -417,17 +438,6 @@ func (s *search) encode(n node) []byte {
 	}
 	s.key = k
 	return k
-}
-
-// nodeCost is about what a frame's children take in memory: a node, its
-// readers and its operations in flight each, the slice's spare room and the
-// rounding up of allocations included.
-func nodeCost(kids []node) int64 {
-	c := int64(64 + 80*cap(kids))
-	for _, n := range kids {
-		c += 16 + 32*int64(len(n.s.readers)) + 6*int64(len(n.pend))
-	}
-	return c
 }
 
 func equalState(a, b rwState) bool {
