@@ -196,7 +196,7 @@ func TestPausedHolder(t *testing.T) {
 	})
 
 	began := time.Now()
-	var wrote, late, takeovers int
+	var wrote, late, takeovers, stalled int
 	var margin time.Duration = 1 << 62
 	for round := range pauses + kills {
 		kill := round >= pauses
@@ -231,6 +231,8 @@ func TestPausedHolder(t *testing.T) {
 		// The new holder keeps its lease while the paused one resumes.
 		release := make(chan struct{})
 		kept := make(chan error, 1)
+		var stall time.Duration
+		stopStalls := watchStalls(&stall)
 		go func() {
 			_, err := lock.WhileHeld(t.Context(), tok, func(ctx context.Context) (int, error) {
 				select {
@@ -247,11 +249,20 @@ func TestPausedHolder(t *testing.T) {
 			c.Wait(t, 30*time.Second)
 		}
 		close(release)
-		if err := <-kept; err != nil {
-			t.Errorf("round %d: the new holder lost its lease: %v", round, err)
-		}
-		if ok, err := tok.Release(t.Context()); !ok || err != nil {
-			t.Errorf("round %d: the new holder's Release = %v, %v, want true", round, ok, err)
+		err := <-kept
+		stopStalls()
+		ok, rerr := tok.Release(t.Context())
+		switch {
+		case err != nil && stall >= ttl/3:
+			// Its heartbeats came late because this process did not run
+			// (a busy machine): the round tells nothing of the paused
+			// holder's Release, which the others check.
+			stalled++
+			t.Logf("round %d: the new holder lost its lease (%v) while this process stalled for %v", round, err, stall.Round(time.Millisecond))
+		case err != nil:
+			t.Errorf("round %d: the new holder lost its lease: %v (this process stalled for %v at most)", round, err, stall.Round(time.Millisecond))
+		case !ok || rerr != nil:
+			t.Errorf("round %d: the new holder's Release = %v, %v, want true", round, ok, rerr)
 		}
 		if kill {
 			continue
@@ -297,6 +308,7 @@ func TestPausedHolder(t *testing.T) {
 		Notes: []string{
 			fmt.Sprintf("resumed work found its context cancelled before writing in %d of %d pauses (live after its deadline in %d)", pauses-late, pauses, late),
 			fmt.Sprintf("smallest gap between the paused holder's deadline and the takeover: %v", margin),
+			fmt.Sprintf("%d rounds in which the new holder lost its lease while this process stalled for a third of the TTL or more", stalled),
 			stale(t, res),
 		},
 	})
