@@ -44,24 +44,33 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 	db := lock.NewDb(rdb)
 	l := lock.New[string](a.Namespace, a.TTL)
 	key := l.Key(a.Name)
-	hold := fault.NewRecorder(env.Child).NewHold()
-	var tok *lock.Token
-	var sent int64
-	for tok == nil {
-		var err error
-		sent = fault.Now()
-		if tok, err = l.TryLock(ctx, db, a.Name); err != nil {
-			return fmt.Errorf("TryLock: %w", err)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	rec := fault.NewRecorder(env.Child)
 	link := env.Link
-	version, entered, err := link.Enter(key, hold, fault.LeaseDeadline(sent, a.TTL))
-	if err != nil {
-		return err
-	}
-	if !entered {
-		return fmt.Errorf("the resource refused the Enter: it arrived after the lease's deadline (the link or this process stalled for %v)", a.TTL)
+	var tok *lock.Token
+	var version, hold uint64
+	for {
+		hold = rec.NewHold()
+		var sent int64
+		for tok == nil {
+			var err error
+			sent = fault.Now()
+			if tok, err = l.TryLock(ctx, db, a.Name); err != nil {
+				return fmt.Errorf("TryLock: %w", err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		v, entered, err := link.Enter(key, hold, fault.LeaseDeadline(sent, a.TTL))
+		if err != nil {
+			return err
+		}
+		if entered {
+			version = v
+			break
+		}
+		// The Enter arrived after the lease's deadline: the link or this
+		// process stalled for a TTL (a busy machine). That hold writes
+		// nothing; the lock is taken again, by another.
+		tok = nil
 	}
 	// write checks ctx and writes if it is live; it reports false once ctx
 	// was found cancelled.
@@ -84,7 +93,7 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 		}
 		return true, link.Note("wrote", map[bool]int64{false: 0, true: 1}[ok], "")
 	}
-	_, err = lock.WhileHeld(ctx, tok, func(ctx context.Context) (struct{}, error) {
+	_, err := lock.WhileHeld(ctx, tok, func(ctx context.Context) (struct{}, error) {
 		ok, v, err := link.Write(key, hold, version, fault.WallDeadline(tok.Deadline()))
 		if err != nil || !ok {
 			return struct{}{}, fmt.Errorf("first write: accepted %v, %v", ok, err)
