@@ -118,7 +118,7 @@ func TestClusterMigration(t *testing.T) {
 		StaleAccepted:  fig.StaleAccepted,
 		StaleRefused:   fig.StaleRefused,
 		EntersLate:     fig.EntersLate,
-		Porcupine:      fmt.Sprintf("Lock %s, RWLock %s", verdict(t, lockH, locks.TTL, locks.Kind), verdict(t, rwH, rws.TTL, rws.Kind)),
+		Linearizable:   fmt.Sprintf("Lock %s, RWLock %s", verdict(t, lockH, locks.TTL, locks.Kind), verdict(t, rwH, rws.TTL, rws.Kind)),
 		Notes:          []string{fmt.Sprintf("errors by operation and code: %v", kinds), stale(t, fig)},
 	})
 }

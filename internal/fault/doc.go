@@ -21,7 +21,9 @@
 //   - [Recorder] and [History]: every lock operation with its call and return
 //     time on one clock shared by all processes, checked for overlapping
 //     holders ([History.Overlaps]) and for linearizability against a model of
-//     the lock with porcupine ([History.Linearizable]).
+//     the lock ([History.Linearizable]), by a search bounded in memory and
+//     time that gives up, saying so, rather than exceed them; its verdicts
+//     are checked against porcupine's on short histories.
 //
 // Nothing here is safe to use outside tests: the functions take a
 // testing.TB and report failures through it.

@@ -66,7 +66,7 @@ func TestMutualExclusion(t *testing.T) {
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
 		EntersLate:     res.EntersLate,
-		Porcupine:      verdict(t, h, ld.TTL, ld.Kind),
+		Linearizable:   verdict(t, h, ld.TTL, ld.Kind),
 		Notes: []string{
 			"a holder writes only while its lease has a quarter of its TTL to go",
 			stale(t, res),

@@ -81,7 +81,7 @@ func TestScriptFlush(t *testing.T) {
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
 		EntersLate:     res.EntersLate,
-		Porcupine:      verdict(t, h, ld.TTL, ld.Kind),
+		Linearizable:   verdict(t, h, ld.TTL, ld.Kind),
 		Notes:          []string{fmt.Sprintf("server ran %d EVALSHA and %d EVAL (the fallback after NOSCRIPT)", evalshas, evals), stale(t, res)},
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
@@ -187,7 +186,7 @@ func TestResourceLateEnter(t *testing.T) {
 	}
 }
 
-// TestCheckers feeds the overlap check and porcupine histories whose verdict
+// TestCheckers feeds the overlap check and the linearizability check histories whose verdict
 // is known, so that a green suite means something.
 func TestCheckers(t *testing.T) {
 	const ttl = 100 * time.Millisecond
@@ -201,48 +200,48 @@ func TestCheckers(t *testing.T) {
 		kind     fault.LockKind
 		ops      []fault.Op
 		overlaps int
-		want     porcupine.CheckResult
+		want     fault.Result
 	}{
 		{"handoff by release", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(2, fault.Acquire, 2, 5, 6, false),
 			op(1, fault.Release, 1, 10, 11, true), op(2, fault.Acquire, 3, 12, 13, true),
-		}, 0, porcupine.Ok},
+		}, 0, fault.Ok},
 		{"handoff by expiry", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(2, fault.Acquire, 2, 105, 106, true),
 			op(1, fault.Release, 1, 110, 111, false),
-		}, 0, porcupine.Ok},
+		}, 0, fault.Ok},
 		{"two holders", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(2, fault.Acquire, 2, 50, 51, true),
-		}, 1, porcupine.Illegal},
+		}, 1, fault.Illegal},
 		{"taken before the extended lease ended", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(1, fault.Extend, 1, 60, 61, true),
 			op(2, fault.Acquire, 2, 120, 121, true),
-		}, 1, porcupine.Illegal},
+		}, 1, fault.Illegal},
 		{"release false while live", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(1, fault.Release, 1, 10, 11, false),
-		}, 0, porcupine.Illegal},
+		}, 0, fault.Illegal},
 		{"busy with nobody holding", fault.Lock, []fault.Op{
 			op(1, fault.Acquire, 1, 0, 1, true), op(1, fault.Release, 1, 10, 11, true),
 			op(2, fault.Acquire, 2, 20, 21, false),
-		}, 0, porcupine.Illegal},
+		}, 0, fault.Illegal},
 		{"busy behind an acquire that timed out", fault.Lock, []fault.Op{
 			unknown(op(1, fault.Acquire, 1, 0, 1, false)), op(2, fault.Acquire, 2, 20, 21, false),
-		}, 0, porcupine.Ok},
+		}, 0, fault.Ok},
 		{"readers share", fault.RWLock, []fault.Op{
 			op(1, fault.ReadAcquire, 1, 0, 1, true), op(2, fault.ReadAcquire, 2, 2, 3, true),
 			op(3, fault.WriteAcquire, 3, 4, 5, false), op(1, fault.ReadRelease, 1, 10, 11, true),
 			op(2, fault.ReadRelease, 2, 10, 11, true), op(3, fault.WriteAcquire, 4, 20, 21, true),
-		}, 0, porcupine.Ok},
+		}, 0, fault.Ok},
 		{"writer with a reader", fault.RWLock, []fault.Op{
 			op(1, fault.ReadAcquire, 1, 0, 1, true), op(3, fault.WriteAcquire, 3, 4, 5, true),
-		}, 1, porcupine.Illegal},
+		}, 1, fault.Illegal},
 		{"reader with a writer", fault.RWLock, []fault.Op{
 			op(3, fault.WriteAcquire, 3, 0, 1, true), op(1, fault.ReadAcquire, 1, 4, 5, true),
-		}, 1, porcupine.Illegal},
+		}, 1, fault.Illegal},
 		{"writer after the reader's lease ended", fault.RWLock, []fault.Op{
 			op(1, fault.ReadAcquire, 1, 0, 1, true), op(3, fault.WriteAcquire, 3, 104, 105, true),
 			op(1, fault.ReadExtend, 1, 110, 111, false),
-		}, 0, porcupine.Ok},
+		}, 0, fault.Ok},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,8 +250,8 @@ func TestCheckers(t *testing.T) {
 			if got := len(h.Overlaps(ttl)); got != tt.overlaps {
 				t.Errorf("Overlaps = %d, want %d", got, tt.overlaps)
 			}
-			if got := h.Linearizable(ttl, tt.kind, 10*time.Second); got != tt.want {
-				t.Errorf("Linearizable = %s, want %s", got, tt.want)
+			if got := h.Linearizable(ttl, tt.kind, fault.Limits{Memory: 1 << 20, Time: 10 * time.Second}); got.Result != tt.want {
+				t.Errorf("Linearizable = %v, want %s", got, tt.want)
 			}
 		})
 	}
@@ -260,7 +259,7 @@ func TestCheckers(t *testing.T) {
 
 // TestCheckersCatchStolenLocks runs contenders while another client deletes
 // the lock keys behind their backs, as a broken lock would let happen: the
-// overlap check and porcupine must both notice.
+// overlap check and the linearizability check must both notice.
 func TestCheckersCatchStolenLocks(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
@@ -284,7 +283,9 @@ func TestCheckersCatchStolenLocks(t *testing.T) {
 	if n := len(h.Overlaps(ld.TTL)); n == 0 {
 		t.Error("no overlap found though the keys were deleted under their holders")
 	}
-	if res := h.Linearizable(ld.TTL, ld.Kind, time.Minute); res != porcupine.Illegal {
-		t.Errorf("porcupine: %s, want Illegal", res)
+	c := h.Linearizable(ld.TTL, ld.Kind, fault.DefaultLimits())
+	if c.Result != fault.Illegal {
+		t.Errorf("linearizability: %v, want Illegal", c)
 	}
+	t.Logf("linearizability: %v", c)
 }

@@ -44,24 +44,33 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 	db := lock.NewDb(rdb)
 	l := lock.New[string](a.Namespace, a.TTL)
 	key := l.Key(a.Name)
-	hold := fault.NewRecorder(env.Child).NewHold()
-	var tok *lock.Token
-	var sent int64
-	for tok == nil {
-		var err error
-		sent = fault.Now()
-		if tok, err = l.TryLock(ctx, db, a.Name); err != nil {
-			return fmt.Errorf("TryLock: %w", err)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	rec := fault.NewRecorder(env.Child)
 	link := env.Link
-	version, entered, err := link.Enter(key, hold, fault.LeaseDeadline(sent, a.TTL))
-	if err != nil {
-		return err
-	}
-	if !entered {
-		return fmt.Errorf("the resource refused the Enter: it arrived after the lease's deadline (the link or this process stalled for %v)", a.TTL)
+	var tok *lock.Token
+	var version, hold uint64
+	for {
+		hold = rec.NewHold()
+		var sent int64
+		for tok == nil {
+			var err error
+			sent = fault.Now()
+			if tok, err = l.TryLock(ctx, db, a.Name); err != nil {
+				return fmt.Errorf("TryLock: %w", err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		v, entered, err := link.Enter(key, hold, fault.LeaseDeadline(sent, a.TTL))
+		if err != nil {
+			return err
+		}
+		if entered {
+			version = v
+			break
+		}
+		// The Enter arrived after the lease's deadline: the link or this
+		// process stalled for a TTL (a busy machine). That hold writes
+		// nothing; the lock is taken again, by another.
+		tok = nil
 	}
 	// write checks ctx and writes if it is live; it reports false once ctx
 	// was found cancelled.
@@ -84,7 +93,7 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 		}
 		return true, link.Note("wrote", map[bool]int64{false: 0, true: 1}[ok], "")
 	}
-	_, err = lock.WhileHeld(ctx, tok, func(ctx context.Context) (struct{}, error) {
+	_, err := lock.WhileHeld(ctx, tok, func(ctx context.Context) (struct{}, error) {
 		ok, v, err := link.Write(key, hold, version, fault.WallDeadline(tok.Deadline()))
 		if err != nil || !ok {
 			return struct{}{}, fmt.Errorf("first write: accepted %v, %v", ok, err)
@@ -196,7 +205,7 @@ func TestPausedHolder(t *testing.T) {
 	})
 
 	began := time.Now()
-	var wrote, late, takeovers int
+	var wrote, late, takeovers, stalled int
 	var margin time.Duration = 1 << 62
 	for round := range pauses + kills {
 		kill := round >= pauses
@@ -231,6 +240,8 @@ func TestPausedHolder(t *testing.T) {
 		// The new holder keeps its lease while the paused one resumes.
 		release := make(chan struct{})
 		kept := make(chan error, 1)
+		var stall time.Duration
+		stopStalls := watchStalls(&stall)
 		go func() {
 			_, err := lock.WhileHeld(t.Context(), tok, func(ctx context.Context) (int, error) {
 				select {
@@ -247,11 +258,20 @@ func TestPausedHolder(t *testing.T) {
 			c.Wait(t, 30*time.Second)
 		}
 		close(release)
-		if err := <-kept; err != nil {
-			t.Errorf("round %d: the new holder lost its lease: %v", round, err)
-		}
-		if ok, err := tok.Release(t.Context()); !ok || err != nil {
-			t.Errorf("round %d: the new holder's Release = %v, %v, want true", round, ok, err)
+		err := <-kept
+		stopStalls()
+		ok, rerr := tok.Release(t.Context())
+		switch {
+		case err != nil && stall >= ttl/3:
+			// Its heartbeats came late because this process did not run
+			// (a busy machine): the round tells nothing of the paused
+			// holder's Release, which the others check.
+			stalled++
+			t.Logf("round %d: the new holder lost its lease (%v) while this process stalled for %v", round, err, stall.Round(time.Millisecond))
+		case err != nil:
+			t.Errorf("round %d: the new holder lost its lease: %v (this process stalled for %v at most)", round, err, stall.Round(time.Millisecond))
+		case !ok || rerr != nil:
+			t.Errorf("round %d: the new holder's Release = %v, %v, want true", round, ok, rerr)
 		}
 		if kill {
 			continue
@@ -297,6 +317,7 @@ func TestPausedHolder(t *testing.T) {
 		Notes: []string{
 			fmt.Sprintf("resumed work found its context cancelled before writing in %d of %d pauses (live after its deadline in %d)", pauses-late, pauses, late),
 			fmt.Sprintf("smallest gap between the paused holder's deadline and the takeover: %v", margin),
+			fmt.Sprintf("%d rounds in which the new holder lost its lease while this process stalled for a third of the TTL or more", stalled),
 			stale(t, res),
 		},
 	})

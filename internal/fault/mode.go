@@ -49,7 +49,7 @@ type Figures struct {
 	StaleAccepted  int64   // stale writes the resource accepted (must be 0)
 	StaleRefused   int64   // stale writes the resource refused
 	EntersLate     int64   // Enters the resource refused: they arrived after their hold's lease deadline
-	Porcupine      string  // porcupine's verdict, or "-" when not checked
+	Linearizable   string  // the linearizability check's verdict, or "-" when not checked
 	Notes          []string
 }
 
@@ -61,12 +61,12 @@ func Publish(tb testing.TB, f Figures) {
 	tb.Helper()
 	f.Mode = Pick("short", "long")
 	f.Date = time.Now().UTC().Format(time.RFC3339)
-	if f.Porcupine == "" {
-		f.Porcupine = "-"
+	if f.Linearizable == "" {
+		f.Linearizable = "-"
 	}
-	tb.Logf("figures: %s: %.1fs, %d ops (%d acquired), %d errors, faults: %s; overlaps %d; writes accepted %d, stale accepted %d, stale refused %d; late enters refused %d; porcupine %s; %s",
+	tb.Logf("figures: %s: %.1fs, %d ops (%d acquired), %d errors, faults: %s; overlaps %d; writes accepted %d, stale accepted %d, stale refused %d; late enters refused %d; linearizable %s; %s",
 		f.Scenario, f.Seconds, f.Ops, f.Acquired, f.Errors, f.Faults, f.Overlaps,
-		f.WritesAccepted, f.StaleAccepted, f.StaleRefused, f.EntersLate, f.Porcupine, strings.Join(f.Notes, "; "))
+		f.WritesAccepted, f.StaleAccepted, f.StaleRefused, f.EntersLate, f.Linearizable, strings.Join(f.Notes, "; "))
 	path := *reportFlag
 	if path == "" {
 		path = os.Getenv("WAKUWAKU_FAULT_REPORT")

@@ -1,17 +1,14 @@
 package fault
 
 import (
-	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/anishathalye/porcupine"
 )
 
 // The models below are the sequential specifications of a Lock and an
-// RWLock, expiry included, against which porcupine checks a history.
+// RWLock, expiry included, against which [History.Linearizable] checks a
+// history.
 //
 // A lease set (or extended) by an operation that was called at c and returned
 // at r ends, on Redis, at a time E with c+ttl <= E <= r+ttl+1ms: the command
@@ -62,35 +59,33 @@ func ret(x Op) int64 {
 
 func (b bounds) leaseOf(x Op) lease { return lease{x.Hold, x.Call, ret(x)} }
 
-// lockState is a Lock's state: its holder's lease, hold 0 when free.
-type lockState struct{ l lease }
-
-// stepLock returns the states a Lock in state s may be in after x, none if x
-// could not have happened.
-func (b bounds) stepLock(s lockState, x Op) []any {
-	held := s.l.hold != 0
-	mine := held && s.l.hold == x.Hold
-	mayEnd := held && b.mayHaveEnded(s.l, x)
-	mayLive := held && b.mayBeLive(s.l, x)
-	var out []any
-	add := func(cond bool, st lockState) {
+// stepLock returns the leases a Lock whose holder's lease is w (hold 0 when
+// free) may have after x, none if x could not have happened. An RWLock's
+// writer side steps the same way.
+func (b bounds) stepLock(w lease, x Op) []lease {
+	held := w.hold != 0
+	mine := held && w.hold == x.Hold
+	mayEnd := held && b.mayHaveEnded(w, x)
+	mayLive := held && b.mayBeLive(w, x)
+	var out []lease
+	add := func(cond bool, l lease) {
 		if cond {
-			out = append(out, st)
+			out = append(out, l)
 		}
 	}
 	unknown := x.Err != ""
 	switch x.Kind {
 	case Acquire, WriteAcquire:
-		add((unknown || x.Ok) && (!held || mayEnd), lockState{b.leaseOf(x)})
-		add(unknown || !x.Ok && held && mayLive, s)
+		add((unknown || x.Ok) && (!held || mayEnd), b.leaseOf(x))
+		add(unknown || !x.Ok && held && mayLive, w)
 	case Extend:
-		add((unknown || x.Ok) && mine && mayLive, lockState{b.leaseOf(x)})
-		add((unknown || !x.Ok) && mine && mayEnd, lockState{})
-		add(unknown || !x.Ok && !mine, s)
+		add((unknown || x.Ok) && mine && mayLive, b.leaseOf(x))
+		add((unknown || !x.Ok) && mine && mayEnd, lease{})
+		add(unknown || !x.Ok && !mine, w)
 	case Release:
-		add((unknown || x.Ok) && mine && mayLive, lockState{})
-		add((unknown || !x.Ok) && mine && mayEnd, lockState{})
-		add(unknown || !x.Ok && !mine, s)
+		add((unknown || x.Ok) && mine && mayLive, lease{})
+		add((unknown || !x.Ok) && mine && mayEnd, lease{})
+		add(unknown || !x.Ok && !mine, w)
 	}
 	return out
 }
@@ -133,9 +128,10 @@ func (s rwState) without(hold uint64) rwState {
 	return rwState{s.w, slices.Delete(slices.Clone(s.readers), i, i+1)}
 }
 
-// stepRW returns the states an RWLock in state s may be in after x.
-func (b bounds) stepRW(s rwState, x Op) []any {
-	var out []any
+// stepRW returns the states an RWLock in state s may be in after x, none if
+// x could not have happened.
+func (b bounds) stepRW(s rwState, x Op) []rwState {
+	var out []rwState
 	add := func(cond bool, st rwState) {
 		if cond {
 			out = append(out, st)
@@ -155,8 +151,8 @@ func (b bounds) stepRW(s rwState, x Op) []any {
 		add((unknown || x.Ok) && (!wHeld || wMayEnd) && readersMayEnd, rwState{w: b.leaseOf(x)})
 		add(unknown || !x.Ok && (wMayLive || someReaderMayLive), s)
 	case Extend, Release:
-		for _, st := range b.stepLock(lockState{s.w}, x) {
-			out = append(out, rwState{st.(lockState).l, s.readers})
+		for _, w := range b.stepLock(s.w, x) {
+			out = append(out, rwState{w, s.readers})
 		}
 	case ReadAcquire:
 		add((unknown || x.Ok) && (!wHeld || wMayEnd), rwState{readers: s.readers}.withReader(b.leaseOf(x)))
@@ -176,16 +172,6 @@ func (b bounds) stepRW(s rwState, x Op) []any {
 	return out
 }
 
-func equalRW(a, b any) bool {
-	x, y := a.(rwState), b.(rwState)
-	return x.w == y.w && slices.Equal(x.readers, y.readers)
-}
-
-func hashLease(l lease) uint64 {
-	h := l.hold*0x9e3779b97f4a7c15 ^ uint64(l.call)*0xbf58476d1ce4e5b9 ^ uint64(l.ret)*0x94d049bb133111eb
-	return h ^ h>>31
-}
-
 // LockKind is the kind of lock a history was recorded on, which picks the
 // model [History.Linearizable] checks it against. The zero LockKind is Lock.
 type LockKind uint8
@@ -196,70 +182,42 @@ const (
 	RWLock                 // lock.RWLock: one writer, or any number of readers
 )
 
-// model returns the porcupine model of a lock of kind k with leases of ttl,
-// partitioned by lock name.
-func model(ttl time.Duration, k LockKind) porcupine.Model {
-	b := bounds{ttl: int64(ttl), slack: int64(expirySlack)}
-	nm := porcupine.NondeterministicModel{
-		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-			byName := map[string][]porcupine.Operation{}
-			var names []string
-			for _, o := range history {
-				n := o.Input.(Op).Name
-				if _, ok := byName[n]; !ok {
-					names = append(names, n)
-				}
-				byName[n] = append(byName[n], o)
-			}
-			slices.Sort(names)
-			parts := make([][]porcupine.Operation, len(names))
-			for i, n := range names {
-				parts[i] = byName[n]
-			}
-			return parts
-		},
-		DescribeOperation: func(in, _ any) string { return in.(Op).String() },
+// step returns the model of a lock of kind k: the states it may be in after
+// an operation. A Lock's state is an rwState without readers.
+func (b bounds) step(k LockKind) func(rwState, Op) []rwState {
+	if k == RWLock {
+		return b.stepRW
 	}
-	switch k {
-	case RWLock:
-		nm.Init = func() []any { return []any{rwState{}} }
-		nm.Step = func(s, in, _ any) []any { return b.stepRW(s.(rwState), in.(Op)) }
-		nm.Equal = equalRW
-		nm.Hash = func(s any) uint64 {
-			st := s.(rwState)
-			h := hashLease(st.w)
-			for _, r := range st.readers {
-				h = h*31 + hashLease(r)
-			}
-			return h
+	return func(s rwState, x Op) []rwState {
+		ws := b.stepLock(s.w, x)
+		out := make([]rwState, len(ws))
+		for i, w := range ws {
+			out[i] = rwState{w: w}
 		}
-		nm.DescribeState = func(s any) string {
-			st := s.(rwState)
-			var b strings.Builder
-			fmt.Fprintf(&b, "w=%x r=[", st.w.hold)
-			for _, r := range st.readers {
-				fmt.Fprintf(&b, "%x ", r.hold)
-			}
-			b.WriteString("]")
-			return b.String()
-		}
-	default:
-		nm.Init = func() []any { return []any{lockState{}} }
-		nm.Step = func(s, in, _ any) []any { return b.stepLock(s.(lockState), in.(Op)) }
-		nm.Hash = func(s any) uint64 { return hashLease(s.(lockState).l) }
-		nm.DescribeState = func(s any) string { return fmt.Sprintf("holder=%x", s.(lockState).l.hold) }
+		return out
 	}
-	return nm.ToModel()
 }
 
-// Linearizable checks the history with porcupine against the model of a lock
-// of kind k whose leases last ttl, for at most timeout, and returns
-// porcupine's verdict: Ok, Illegal, or Unknown when it ran out of time.
-func (h *History) Linearizable(ttl time.Duration, k LockKind, timeout time.Duration) porcupine.CheckResult {
-	ops := h.Ops()
-	hist := make([]porcupine.Operation, len(ops))
-	for i, o := range ops {
-		hist[i] = porcupine.Operation{ClientId: int(o.Client), Input: o, Output: o.Ok, Call: o.Call, Return: ret(o)}
+// pure reports whether x leaves every state it can happen in as it was: an
+// acquire that found the lock busy, and returned no error, only tells what
+// the state was.
+func pure(x Op) bool { return x.Kind.acquires() && !x.Ok && x.Err == "" }
+
+// prune drops the leases of s that had surely ended for every operation
+// still to be placed: those called at or after horizon, and, for the lease of
+// a hold, those in pending of that hold whose outcome is unknown. A lease so
+// old acts in every step as no lease at all (an acquire may take the lock, an
+// extension or release of its hold reports false and leaves no lease), so
+// pruning it merges states that only old history told apart.
+func (b bounds) prune(s rwState, horizon int64, unknownCall func(hold uint64) int64) rwState {
+	over := func(l lease) bool {
+		return min(horizon, unknownCall(l.hold))-b.slack >= l.ret+b.ttl+int64(time.Millisecond)
 	}
-	return porcupine.CheckOperationsTimeout(model(ttl, k), hist, timeout)
+	if s.w.hold != 0 && over(s.w) {
+		s.w = lease{}
+	}
+	if slices.ContainsFunc(s.readers, over) {
+		s.readers = slices.DeleteFunc(slices.Clone(s.readers), over)
+	}
+	return s
 }

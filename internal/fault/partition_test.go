@@ -126,60 +126,39 @@ func TestPartition(t *testing.T) {
 	// Cuts: the holder reconnects and keeps its lease. Each extension has
 	// two thirds of the TTL to get through, go-redis's own retries and
 	// reconnections included; under a loaded -race run on two cores that
-	// took up to 200 ms, hence a longer TTL here.
+	// took up to 200 ms, hence a longer TTL here. A process that does not
+	// run at all for a third of the TTL can miss that too, whatever the
+	// cuts: a spell in which the holder lost its lease while this process
+	// stalled that long tells nothing of the cuts, and another is run, up
+	// to maxSpells.
 	const cutTTL = time.Second
+	const maxSpells = 4
 	cl := lock.New[string]("partition-cut", cutTTL)
 	cutSpell := fault.Pick(3*cutTTL, 30*cutTTL)
-	name := "cut"
-	sent := fault.Now()
-	tok, err := cl.TryLock(ctx, held, name)
-	if tok == nil || err != nil {
-		t.Fatalf("TryLock(%q) = %v, %v", name, tok, err)
-	}
-	stopCuts := make(chan struct{})
-	cutsDone := make(chan int)
-	go func() {
-		n := 0
-		tick := time.NewTicker(cutTTL / 5)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopCuts:
-				cutsDone <- n
-				return
-			case <-tick.C:
-				n += proxy.Cut()
-			}
+	var connsCut, cutSpells, overlapping int
+	var polls int64
+	var inconclusive []string
+	for spell := 1; ; spell++ {
+		r := cutThrough(t, ctx, proxy, held, direct, cl, fmt.Sprint("cut-", spell), cutSpell, res, rec)
+		connsCut, polls, cutSpells, overlapping = connsCut+r.conns, polls+r.polls, spell, overlapping+r.overlaps
+		if r.overlaps != 0 {
+			t.Errorf("another client took the lock %d times while its holder's lease was live, through connection cuts", r.overlaps)
 		}
-	}()
-	var stolen, polls atomic.Int64
-	pollCtx, stopPolls := context.WithCancel(ctx)
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		for pollCtx.Err() == nil {
-			polls.Add(1)
-			if other, _ := cl.TryLock(pollCtx, direct, name); other != nil {
-				stolen.Add(1)
-			}
-			time.Sleep(2 * time.Millisecond)
+		if r.err == nil && r.released {
+			break
 		}
-	}()
-	w := &fencedWork{res: res, lease: tok, key: cl.Key(name), hold: rec.NewHold()}
-	w.enter(sent, cutTTL)
-	_, err = lock.WhileHeld(ctx, tok, func(ctx context.Context) (int, error) { return w.run(ctx, cutSpell) })
-	close(stopCuts)
-	connsCut := <-cutsDone
-	stopPolls()
-	<-polled
-	if err != nil {
-		t.Errorf("WhileHeld through connection cuts = %v, want nil", err)
-	}
-	if n := stolen.Load(); n != 0 {
-		t.Errorf("another client took the lock %d times while its holder's connections were being cut", n)
-	}
-	if ok, err := tok.Release(ctx); !ok || err != nil {
-		t.Errorf("Release after the cuts = %v, %v, want true", ok, err)
+		why := fmt.Sprintf("spell %d: WhileHeld = %v, Release = %v, the lock taken by another client %d times after the holder's lease ended; this process stalled for up to %v",
+			spell, r.err, r.released, r.lapsed, r.stall.Round(time.Millisecond))
+		if r.stall < cutTTL/3 {
+			t.Errorf("the holder lost its lease through connection cuts though this process never stalled for a third of the TTL: %s", why)
+			break
+		}
+		t.Log(why)
+		inconclusive = append(inconclusive, why)
+		if spell == maxSpells {
+			t.Errorf("in each of %d spells of connection cuts this process stalled for a third of the TTL or more, and the holder lost its lease: %v", maxSpells, inconclusive)
+			break
+		}
 	}
 
 	fig := res.Figures()
@@ -191,16 +170,120 @@ func TestPartition(t *testing.T) {
 		Scenario:       "partition",
 		Seconds:        time.Since(began).Seconds(),
 		Acquired:       rounds*2 + 1,
-		Faults:         fmt.Sprintf("%d blackholes of a holder's traffic; %d cuts (%d connections) during %v of WhileHeld", st.Blackholes, st.Cuts, connsCut, cutSpell),
-		Overlaps:       int(stolen.Load()),
+		Faults:         fmt.Sprintf("%d blackholes of a holder's traffic; %d cuts (%d connections) during %d spells of up to %v of WhileHeld", st.Blackholes, st.Cuts, connsCut, cutSpells, cutSpell),
+		Overlaps:       overlapping,
 		WritesAccepted: fig.Accepted,
 		StaleAccepted:  fig.StaleAccepted,
 		StaleRefused:   fig.StaleRefused,
 		EntersLate:     fig.EntersLate,
 		Notes: []string{
 			fmt.Sprintf("partitioned work: its last check that found ctx live came at least %v before the other client's acquire returned; smallest gap from the work seeing Done to that return: %v (negative: Done closed after it)", liveMargin, doneMargin),
-			fmt.Sprintf("%d acquires by the other client during the cuts, all refused", polls.Load()),
+			fmt.Sprintf("%d acquires by the other client during the cuts, none of them while the holder's lease was live; %d spells the holder lost its lease in while this process stalled: %v", polls, len(inconclusive), inconclusive),
 			stale(t, fig),
 		},
 	})
+}
+
+// cutSpell is what one spell of connection cuts under a holder did.
+type cutSpell struct {
+	err      error         // what WhileHeld returned
+	released bool          // the holder's Release after the spell
+	conns    int           // connections cut
+	polls    int64         // acquires another client tried meanwhile
+	overlaps int           // of them, taken while the holder's lease was live
+	lapsed   int           // taken after it had ended
+	stall    time.Duration // the longest this process did not run, as a ticker saw it
+}
+
+// cutThrough takes the lock name of cl through held and keeps it under
+// WhileHeld for spell, fenced work writing to res, while the proxy that
+// held goes through cuts every fifth of the TTL and another client tries
+// the lock directly.
+func cutThrough(t *testing.T, ctx context.Context, proxy *fault.Proxy, held, direct lock.Db, cl lock.Lock[string], name string, spell time.Duration, res *fault.Resource, rec *fault.Recorder) cutSpell {
+	t.Helper()
+	ttl := cl.TTL()
+	sent := fault.Now()
+	tok, err := cl.TryLock(ctx, held, name)
+	if tok == nil || err != nil {
+		t.Fatalf("TryLock(%q) = %v, %v", name, tok, err)
+	}
+	var r cutSpell
+	stopStalls := watchStalls(&r.stall)
+	stopCuts := make(chan struct{})
+	cutsDone := make(chan int)
+	go func() {
+		n := 0
+		tick := time.NewTicker(ttl / 5)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopCuts:
+				cutsDone <- n
+				return
+			case <-tick.C:
+				n += proxy.Cut()
+			}
+		}
+	}()
+	var overlaps, lapsed, polls atomic.Int64
+	pollCtx, stopPolls := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for pollCtx.Err() == nil {
+			polls.Add(1)
+			called := time.Now()
+			if other, _ := cl.TryLock(pollCtx, direct, name); other != nil {
+				// The holder's lease, by its own account, had ended
+				// when this acquire was sent, or it had not.
+				if tok.Deadline().After(called) {
+					overlaps.Add(1)
+				} else {
+					lapsed.Add(1)
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	w := &fencedWork{res: res, lease: tok, key: cl.Key(name), hold: rec.NewHold()}
+	w.enter(sent, ttl)
+	_, r.err = lock.WhileHeld(ctx, tok, func(ctx context.Context) (int, error) { return w.run(ctx, spell) })
+	close(stopCuts)
+	r.conns = <-cutsDone
+	stopPolls()
+	<-polled
+	stopStalls()
+	ok, err := tok.Release(ctx)
+	r.released = ok && err == nil
+	r.polls, r.overlaps, r.lapsed = polls.Load(), int(overlaps.Load()), int(lapsed.Load())
+	return r
+}
+
+// watchStalls measures, until the returned function is called, the longest
+// a 5 ms ticker of this process fired late: how long the process, or its
+// scheduler, did not run. The result is in *longest once stopped.
+func watchStalls(longest *time.Duration) (stop func()) {
+	const every = 5 * time.Millisecond
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				now := time.Now()
+				*longest = max(*longest, now.Sub(last)-every)
+				last = now
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }

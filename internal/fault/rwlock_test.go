@@ -71,7 +71,7 @@ func TestRWLockAcrossProcesses(t *testing.T) {
 		StaleAccepted:  res.StaleAccepted,
 		StaleRefused:   res.StaleRefused,
 		EntersLate:     res.EntersLate,
-		Porcupine:      verdict(t, h, ld.TTL, ld.Kind),
+		Linearizable:   verdict(t, h, ld.TTL, ld.Kind),
 		Notes:          []string{fmt.Sprintf("%d read leases and %d write leases taken", reads, writes), stale(t, res)},
 	})
 }

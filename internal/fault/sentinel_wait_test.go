@@ -96,11 +96,19 @@ func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 	sentinel := redistest.StartSentinel(t, master)
 	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel.Addr(), Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { sc.Close() })
-	for opt, v := range map[string]string{"down-after-milliseconds": "200", "failover-timeout": "2000"} {
+	set := func(opt, v string) {
 		if err := sc.Set(ctx, redistest.SentinelMaster, opt, v).Err(); err != nil {
 			t.Fatalf("SENTINEL SET %s: %v", opt, err)
 		}
 	}
+	// The Sentinel takes the master for dead after 5 s without an answer
+	// (the rig's setting) while the holder takes its locks, and after
+	// 200 ms once the master is killed: on a busy machine a master that
+	// is alive but slow to answer missed 200 ms, and the Sentinel failed
+	// it over in the middle of the acquires, before the test's crash
+	// (seen as "use of closed network connection": the failover client
+	// closes its connections to the old master).
+	set("failover-timeout", "2000")
 	_, rport, _ := strings.Cut(replica.Addr(), ":")
 	poll(t, 20*time.Second, "the Sentinel to see the replica", func() bool {
 		rs, err := sc.Replicas(ctx, redistest.SentinelMaster).Result()
@@ -120,7 +128,8 @@ func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 		case errors.Is(err, lock.ErrNotReplicated):
 			notReplicated++
 		case err != nil:
-			t.Fatalf("TryLock(%d) before the failover: %v", i, err)
+			addr, aerr := sc.GetMasterAddrByName(ctx, redistest.SentinelMaster).Result()
+			t.Fatalf("TryLock(%d) before the failover: %v (the Sentinel's master: %v, %v; the test's master %s, replica %s)", i, err, addr, aerr, master.Addr(), replica.Addr())
 		case tok == nil:
 			t.Fatalf("TryLock(%d) of a free name = nil", i)
 		default:
@@ -128,6 +137,7 @@ func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 		}
 	}
 	// The master's host fails: what is in flight on its link is lost.
+	set("down-after-milliseconds", "200")
 	link.Blackhole()
 	link.Cut()
 	master.Kill(t)
