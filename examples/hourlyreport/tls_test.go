@@ -19,7 +19,7 @@ func TestTLS(t *testing.T) {
 	srv := redistest.StartTLS(t)
 	files, _ := srv.TLS()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-args",
-		"-redis", "rediss://"+srv.Addr(), "-hour", "300ms", "-duration", "1500ms", "-replicas", "2")
+		"-redis", "rediss://"+srv.Addr(), "-hour", "300ms", "-duration", "3s", "-replicas", "2")
 	cmd.Env = append(os.Environ(), childEnv+"=1", "SSL_CERT_FILE="+files.CA)
 	cmd.SysProcAttr = redistest.ChildProcAttr()
 	out, err := cmd.Output()
@@ -33,7 +33,7 @@ func TestTLS(t *testing.T) {
 	text := string(out)
 	intervals := regexp.MustCompile(`(?m)^interval \d+ at +[\d.]+s: report by replica-\d`).FindAllString(text, -1)
 	if len(intervals) < 3 {
-		t.Errorf("%d interval lines in 5 intervals; output:\n%s", len(intervals), text)
+		t.Errorf("%d interval lines in 10 intervals; output:\n%s", len(intervals), text)
 	}
 	for _, want := range []string{"the job's record in Redis: last run by replica-", "all replicas stopped"} {
 		if !strings.Contains(text, want) {
