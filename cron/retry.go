@@ -121,7 +121,8 @@ func (r *Runtime) finishedOffSchedule(e *entry) {
 }
 
 // completeAgain is R13: it sends the completion of a's run again, after a
-// back-off that doubles, until Redis answers, the slot's claim window ends
+// back-off that doubles up to a third of the run lease, until Redis
+// answers, the slot's claim window ends
 // or the runtime shuts down, and returns the last answer. The first error
 // was err. Until the completion gets through, the record shows the run in
 // progress; once its run lease has ended, any claim records it lost (C1)
@@ -150,6 +151,8 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease,
 				slog.String("job", a.tick.Job), slog.Uint64("run", a.tick.Run), slog.Bool("held", c.held))
 			return c, nil
 		}
-		wait = min(2*wait, maxBackoff*s.backoff)
+		// At most a third of the run lease apart (Backoff, if longer), so
+		// that the run is recorded soon after Redis is back.
+		wait = min(2*wait, max(s.backoff, s.runTTL/3))
 	}
 }

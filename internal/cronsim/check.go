@@ -243,6 +243,33 @@ func (c *checker) arrival(i int, t time.Time, timeout time.Duration) (time.Time,
 	return at, true
 }
 
+// eventualArrival is arrival for a command that is sent again while Redis
+// is down or stalled (R13's completion): the first send, or one right
+// after an outage ends, that gets through within within of t.
+func (c *checker) eventualArrival(i int, t time.Time, within time.Duration) (time.Time, bool) {
+	sends := []time.Time{t}
+	for _, s := range c.downs {
+		if s.to.After(t) {
+			sends = append(sends, s.to)
+		}
+	}
+	for _, s := range c.stalls {
+		if s.to.After(t) {
+			sends = append(sends, s.to)
+		}
+	}
+	slices.SortFunc(sends, time.Time.Compare)
+	for _, x := range sends {
+		if x.Sub(t) > within {
+			break
+		}
+		if at, ok := c.arrival(i, x, within-x.Sub(t)); ok {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // upThrough reports whether replica i ran one runtime throughout [a, b].
 func (c *checker) upThrough(i int, a, b time.Time) bool {
 	for _, s := range c.up[i] {
@@ -298,6 +325,21 @@ func (c *checker) skewed(t time.Time) bool {
 			at := c.start.Add(e.At)
 			d := e.D.Abs() + tickMargin
 			if t.After(at.Add(-d)) && t.Before(at.Add(d)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// steppedBetween reports whether a replica's clock was stepped between
+// from and to: a duration policy's next tick on a stepped clock comes
+// early or late by the step, so the lease spacing of the slots on either
+// side of it is not owed (the slots are named by the replica's clock).
+func (c *checker) steppedBetween(from, to time.Time) bool {
+	for i := range Replicas {
+		for _, e := range c.steps[i] {
+			if at := c.start.Add(e.At); !at.Before(from) && !at.After(to) {
 				return true
 			}
 		}
@@ -408,14 +450,21 @@ func (c *checker) slots(j *Job) []*slot {
 // closing returns the run that closed s, done or failed after its last
 // attempt, as its record must say: one that returned on a live replica
 // with its lease, and whose completion Redis served.
-func (c *checker) closing(j *Job, s *slot) *Run {
+func (c *checker) closing(j *Job, s *slot, eventually bool) *Run {
 	for _, r := range s.runs {
 		if r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) {
 			continue
 		}
-		// The completion is sent as the run returns, with a run lease
-		// to get through.
-		if at, ok := c.arrival(r.Replica, r.End, runTTL(j)); !ok || !c.upThrough(r.Replica, r.Start, at) {
+		// The completion is sent as the run returns, with a run lease to
+		// get through; and again while Redis does not answer (R13), as
+		// long as the slot lasts, which may or may not come before a
+		// claim records the run lost: with eventually, such a completion
+		// counts too.
+		at, ok := c.arrival(r.Replica, r.End, runTTL(j))
+		if !ok && eventually {
+			at, ok = c.eventualArrival(r.Replica, r.End, max(runTTL(j), s.end.Sub(r.End)))
+		}
+		if !ok || !c.upThrough(r.Replica, r.Start, at) {
 			continue
 		}
 		if r.Err == nil || r.Tick.Attempt >= j.Versions[r.Version].Attempts {
@@ -440,7 +489,7 @@ func (c *checker) slotRuns(j *Job) {
 		if len(s.runs) > most {
 			c.add("I2", "attempts", j.Name, s.runs[most].Start, "%s had %d runs, attempts %d: %s", s.key, len(s.runs), most, describeAll(s.runs))
 		}
-		if closed := c.closing(j, s); closed != nil {
+		if closed := c.closing(j, s, false); closed != nil {
 			for _, r := range s.runs {
 				if r.Start.After(closed.End) {
 					c.add("I3", "closed", j.Name, r.Start, "%s ran after it was closed by %s: %s", s.key, describe(closed), describe(r))
@@ -452,7 +501,7 @@ func (c *checker) slotRuns(j *Job) {
 			// the tick that opened it, read on its replica's clock.
 			first := prev.runs[0]
 			opened := first.Tick.Slot.Start.Add(-c.offset(first.Replica, first.Start))
-			if !c.skewed(first.Start) && s.start.Before(opened.Add(lease-time.Millisecond)) {
+			if !c.skewed(first.Start) && !c.skewed(s.start) && !c.steppedBetween(first.Start, s.start) && s.start.Before(opened.Add(lease-time.Millisecond)) {
 				c.add("I2", "lease", j.Name, s.start, "a slot opened %v after the tick that opened the last one, within its lease (%v): %s, then %s",
 					s.start.Sub(opened), lease, describe(first), describe(s.runs[0]))
 			}
@@ -517,7 +566,7 @@ func (c *checker) cronSlotsRun(j *Job) {
 // ran again (I4), unless Redis lost the record meanwhile.
 func (c *checker) retried(j *Job, s *slot) {
 	last := s.runs[len(s.runs)-1]
-	if c.closing(j, s) != nil || len(s.runs) >= j.Versions[last.Version].Attempts {
+	if c.closing(j, s, true) != nil || len(s.runs) >= j.Versions[last.Version].Attempts {
 		return
 	}
 	backoff := j.Backoff
