@@ -23,8 +23,9 @@ const (
 
 // Limits bound one check of a history. The search's state (the choices it
 // may still revise and the configurations it has ruled out) is counted in
-// bytes as it grows; past Memory, or past Time, the check gives up and
-// reports Unknown.
+// bytes as it grows; past Memory the search drops its older choices, and
+// gives up, reporting Unknown, when that is not enough or when it then gets
+// no further; past Time it gives up at once. See [History.Linearizable].
 type Limits struct {
 	Memory int64         // bytes of search state, at most
 	Time   time.Duration // for the whole history

@@ -178,7 +178,7 @@ func TestPartition(t *testing.T) {
 		EntersLate:     fig.EntersLate,
 		Notes: []string{
 			fmt.Sprintf("partitioned work: its last check that found ctx live came at least %v before the other client's acquire returned; smallest gap from the work seeing Done to that return: %v (negative: Done closed after it)", liveMargin, doneMargin),
-			fmt.Sprintf("%d acquires by the other client during the cuts, none of them while the holder's lease was live; %d spells the holder lost its lease in while this process stalled: %v", polls, len(inconclusive), inconclusive),
+			fmt.Sprintf("%d acquires by the other client during the cuts, %d of them got the lock while the holder's lease was live; %d spells the holder lost its lease in while this process stalled: %v", polls, overlapping, len(inconclusive), inconclusive),
 			stale(t, fig),
 		},
 	})
