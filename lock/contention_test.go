@@ -15,6 +15,11 @@ import (
 const (
 	contenders      = 32
 	contentionSpell = 3 * time.Second
+	// enoughTaken is how many acquisitions each tally needs for the test
+	// to have contended; contentionLimit bounds how long a busy machine
+	// may take to reach them.
+	enoughTaken     = 50
+	contentionLimit = time.Minute
 )
 
 // tally counts what a contention test did.
@@ -32,14 +37,16 @@ func (ta *tally) report(t *testing.T, what string) {
 	if n := ta.errs.Load(); n != 0 {
 		t.Errorf("%s: %d errors, want 0", what, n)
 	}
-	if n := ta.taken.Load(); n < 50 {
-		t.Errorf("%s: only %d acquisitions: the test did not contend", what, n)
+	if n := ta.taken.Load(); n < enoughTaken {
+		t.Errorf("%s: only %d acquisitions in %v: the test did not contend", what, n, contentionLimit)
 	}
 }
 
-// contend runs fn in contenders goroutines, spread over dbs, for the spell.
-func contend(t *testing.T, dbs []lock.Db, fn func(ctx context.Context, db lock.Db, i int)) {
-	ctx, cancel := context.WithTimeout(t.Context(), contentionSpell)
+// contend runs fn in contenders goroutines, spread over dbs, for the spell
+// and then until every tally has enough acquisitions (a busy machine
+// starves some contenders), within contentionLimit.
+func contend(t *testing.T, dbs []lock.Db, tallies []*tally, fn func(ctx context.Context, db lock.Db, i int)) {
+	ctx, cancel := context.WithTimeout(t.Context(), contentionLimit)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range contenders {
@@ -50,6 +57,31 @@ func contend(t *testing.T, dbs []lock.Db, fn func(ctx context.Context, db lock.D
 			}
 		})
 	}
+	enough := func() bool {
+		for _, ta := range tallies {
+			if ta.taken.Load() < enoughTaken {
+				return false
+			}
+		}
+		return true
+	}
+	spell := time.After(contentionSpell)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-spell:
+			spell = nil
+		case <-tick.C:
+		}
+		if spell == nil && enough() {
+			break wait
+		}
+	}
+	cancel()
 	wg.Wait()
 }
 
@@ -60,7 +92,7 @@ func lockContention(t *testing.T, dbs []lock.Db) {
 	l := lock.New[string]("contended", 10*time.Second)
 	var ta tally
 	var inside atomic.Int64
-	contend(t, dbs, func(ctx context.Context, db lock.Db, _ int) {
+	contend(t, dbs, []*tally{&ta}, func(ctx context.Context, db lock.Db, _ int) {
 		ta.attempts.Add(1)
 		tok, err := l.TryLock(ctx, db, "one")
 		if err != nil {
@@ -89,7 +121,7 @@ func rwContention(t *testing.T, dbs []lock.Db) {
 	l := lock.NewRW[string]("contended", 10*time.Second)
 	var reads, writes tally
 	var readers, writers atomic.Int64
-	contend(t, dbs, func(ctx context.Context, db lock.Db, i int) {
+	contend(t, dbs, []*tally{&reads, &writes}, func(ctx context.Context, db lock.Db, i int) {
 		release := context.WithoutCancel(ctx)
 		if i%4 == 0 { // 8 readers, 24 writers: readers starve writers otherwise
 			reads.attempts.Add(1)
