@@ -69,3 +69,31 @@ type Result struct {
 	SkipReasons    map[string]int64 `json:"skip_reasons,omitempty"`
 	LeasedRunsPerS float64          `json:"leased_runs_per_s,omitempty"`
 }
+
+// Cluster is what one run of clustercost prints, as JSON: one scheduler on
+// several replicas running the same jobs, each due every second, against
+// one redis-server.
+type Cluster struct {
+	Lib      string  `json:"lib"`
+	Replicas int     `json:"replicas"`
+	Jobs     int     `json:"jobs"`
+	For      float64 `json:"for_s"`
+	// Slots is jobs × the whole seconds of the window: the job-slots due.
+	Slots int64 `json:"slots"`
+	// Once, Twice and Missed count the job-slots that ran once, more than
+	// once, or never, all replicas together.
+	Once   int64 `json:"once"`
+	Twice  int64 `json:"twice"`
+	Missed int64 `json:"missed"`
+	// ServerUS is the server's time for the commands the clients sent in
+	// the window, in µs (INFO commandstats; a script's own commands are
+	// inside its time); Commands is how many they sent, by name.
+	ServerUS float64          `json:"server_us"`
+	Commands map[string]int64 `json:"commands"`
+	// RedisCPUS is the server's CPU time in the window, user and system.
+	RedisCPUS float64 `json:"redis_cpu_s"`
+	// LateP50 and LateP99 are how late the window's runs began after their
+	// second, in µs.
+	LateP50 float64 `json:"late_p50_us"`
+	LateP99 float64 `json:"late_p99_us"`
+}

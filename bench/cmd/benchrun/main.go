@@ -51,6 +51,11 @@ type config struct {
 	skipLock     bool
 	skipCron     bool
 	force        bool
+
+	clusterJobs     int
+	clusterReplicas string
+	clusterFor      time.Duration
+	skipCluster     bool
 }
 
 func main() {
@@ -69,6 +74,10 @@ func main() {
 	flag.BoolVar(&c.reportOnly, "report-only", false, "only rewrite the report from the raw outputs of an earlier run")
 	flag.BoolVar(&c.skipLock, "skip-lock", false, "don't run the lock, batch and run-protocol benchmarks (keep the earlier outputs)")
 	flag.BoolVar(&c.skipCron, "skip-cron", false, "don't run the cron schedulers (keep the earlier outputs)")
+	flag.IntVar(&c.clusterJobs, "cluster-jobs", 1000, "jobs due every second in the cluster cost runs")
+	flag.StringVar(&c.clusterReplicas, "cluster-replicas", "1,3,10", "replica counts of the cluster cost runs")
+	flag.DurationVar(&c.clusterFor, "cluster-for", 10*time.Second, "how long each cluster cost run's window lasts")
+	flag.BoolVar(&c.skipCluster, "skip-cluster", false, "don't run the cluster cost (keep the earlier outputs)")
 	flag.BoolVar(&c.force, "force", false, "measure even when the load at the start is above 1 per CPU; the report then says so, loudly")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -129,6 +138,10 @@ type runInfo struct {
 	LockWall          time.Duration
 	CronWall          time.Duration
 	ProtocolWall      time.Duration
+	ClusterJobs       int
+	ClusterReplicas   string
+	ClusterFor        time.Duration
+	ClusterWall       time.Duration
 	Forced            bool // -force was given
 }
 
@@ -150,6 +163,10 @@ func measure(c config) (runInfo, error) {
 		IdleFor:   c.idleFor,
 		Spread:    c.spread,
 		Change:    c.change,
+
+		ClusterJobs:     c.clusterJobs,
+		ClusterReplicas: c.clusterReplicas,
+		ClusterFor:      c.clusterFor,
 	}
 	if err := admitLoad(c, &info); err != nil {
 		return info, err
@@ -175,6 +192,13 @@ func measure(c config) (runInfo, error) {
 			return info, err
 		}
 		info.CronWall = time.Since(began)
+	}
+	if !c.skipCluster {
+		began := time.Now()
+		if err := runCluster(c); err != nil {
+			return info, err
+		}
+		info.ClusterWall = time.Since(began)
 	}
 	stopSampling()
 	info.LoadEnd = loadavg()

@@ -265,9 +265,13 @@ func render(dir string, info runInfo) ([]byte, error) {
 	pf("| lock benchmarks | %d rounds × every case and library, `-benchtime %s`, parallelism %s, then the batch, %d rounds; %s |\n",
 		info.Rounds, info.Benchtime, info.Levels, info.Rounds, roundDuration(info.LockWall))
 	pf("| run protocol | `-count %d`, `-benchtime %s`, %s |\n", info.Rounds, info.Benchtime, roundDuration(info.ProtocolWall))
-	pf("| cron runs | %s jobs per scheduler: idle for %s, side by side; then a burst of %s due at once every 5 s, for %s, each alone; then jobs added and removed, and leased bursts with and without spread starts; %s |\n\n",
+	pf("| cron runs | %s jobs per scheduler: idle for %s, side by side; then a burst of %s due at once every 5 s, for %s, each alone; then jobs added and removed, and leased bursts with and without spread starts; %s |\n",
 		thousands(int64(info.Jobs)), info.IdleFor, thousands(int64(info.Due)), info.CronFor, roundDuration(info.CronWall))
-	pf("%s\n\n", loadNote(info))
+	if info.ClusterJobs > 0 {
+		pf("| cluster cost | %s jobs due every second on %s replicas, a %s window for each scheduler and count, each alone; %s |\n",
+			thousands(int64(info.ClusterJobs)), info.ClusterReplicas, info.ClusterFor, roundDuration(info.ClusterWall))
+	}
+	pf("\n%s\n\n", loadNote(info))
 
 	if lockErr == nil || cronErr == nil {
 		renderTargets(&w, dir, lockRes, crons, info)
@@ -293,6 +297,8 @@ func render(dir string, info runInfo) ([]byte, error) {
 	} else if err := renderCron(&w, crons, info); err != nil {
 		return nil, err
 	}
+
+	renderCluster(&w, dir, info)
 
 	pf("%s", notes)
 	return w.Bytes(), nil
