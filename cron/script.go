@@ -9,92 +9,81 @@ import "github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 // as KEYS[2]. Times are milliseconds of the server's clock (TIME), so that
 // the replicas' clocks never decide who runs.
 
-// recordPrelude defines now, the record R, and the helpers every script
-// uses.
+// The scripts are written for the server's time, which every replica's
+// claims spend: each reads the fields it needs with one HMGET into
+// locals, and writes with as few HSETs as its path allows, their fields
+// spelled out (a Lua table built to hold them costs more than the
+// commands). A loop or a table on the path of every run is a cost paid
+// once per replica per slot.
+
+// recordPrelude defines now, the record R, and keep.
 const recordPrelude = `
 local R = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- The fields a script may read, fetched with one HMGET at the first read
--- and kept up to date by hset and hdel, so that a script costs the server
--- a few commands, not one per field.
-local cache = nil
-local readable = {'run', 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why',
-	'slot', 'slot.at', 'slot.state', 'slot.tries', 'slot.retry', 'slot.lease', 'paused', 'want', 'next',
-	'seen', 'born'}
-local function get(f)
-	if not cache then
-		cache = {}
-		local v = redis.call('HMGET', R, unpack(readable))
-		for i, name in ipairs(readable) do
-			cache[name] = v[i]
-		end
-	end
-	return cache[f]
-end
-local function num(f) return tonumber(get(f) or '0') end
-local function hset(...)
-	local a = {...}
-	if cache then
-		for i = 1, #a, 2 do
-			cache[a[i]] = tostring(a[i + 1])
-		end
-	end
-	redis.call('HSET', R, ...)
-end
-local function hdel(...)
-	if cache then
-		for _, f in ipairs({...}) do
-			cache[f] = false
-		end
-	end
-	redis.call('HDEL', R, ...)
-end
 -- keep makes the record live ms more at least (C2): never less than it
--- was to live already, which another replica may have asked for.
+-- was to live already, which another replica may have asked for. It
+-- returns the TTL the record has now.
 local function keep(ms)
-	if redis.call('PTTL', R) < ms then
+	local ttl = redis.call('PTTL', R)
+	if ttl < ms then
 		redis.call('PEXPIRE', R, ms)
+		return ms
 	end
+	return ttl
 end
-local function setnext(n)
-	if n ~= '' then
-		local cur = num('next')
-		if cur <= now or tonumber(n) < cur then
-			hset('next', n)
-		end
+`
+
+// runPrelude defines stateAfter and ended, which close the run in
+// progress: C1 and R12. The script that includes it reads the fields they
+// use (run, run.by, run.since, run.slot, run.try, run.why, slot) into the
+// locals of those names first.
+const runPrelude = `
+-- stateAfter is the state the run's end leaves its slot in (R12, C1):
+-- false for a requested run, or a run of a slot the record no longer names.
+local function stateAfter(outcome, max)
+	if runWhy == 'request' or slot ~= runSlot then
+		return false
+	elseif outcome == 'ok' then
+		return 'done'
+	elseif tonumber(runTry) < max then
+		return 'open'
 	end
+	return 'failed'
 end
-local runFields = {'run', 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why'}
-local function record(prefix, outcome, ended)
-	hset(prefix .. 'slot', get('run.slot'), prefix .. 'by', get('run.by'),
-		prefix .. 'start', get('run.since'), prefix .. 'end', ended, prefix .. 'outcome', outcome,
-		prefix .. 'try', get('run.try'), prefix .. 'why', get('run.why'))
+-- ended writes the end of the run in progress, with extra fields: last,
+-- and fail unless it succeeded; then frees the run lease.
+local function ended(outcome, at, err, ...)
+	if outcome == 'ok' then
+		redis.call('HSET', R, 'last.slot', runSlot, 'last.by', runBy, 'last.start', runSince, 'last.end', at,
+			'last.outcome', outcome, 'last.try', runTry, 'last.why', runWhy, ...)
+	else
+		redis.call('HSET', R, 'last.slot', runSlot, 'last.by', runBy, 'last.start', runSince, 'last.end', at,
+			'last.outcome', outcome, 'last.try', runTry, 'last.why', runWhy,
+			'fail.slot', runSlot, 'fail.by', runBy, 'fail.start', runSince, 'fail.end', at,
+			'fail.outcome', outcome, 'fail.try', runTry, 'fail.why', runWhy, 'fail.error', err, ...)
+	end
+	redis.call('HDEL', R, 'run', 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why')
+	run, runBy, runSince, runUntil, runSlot, runTry, runWhy = false, false, false, false, false, false, false
 end
--- finish ends the run in progress (C1, R12): last (and fail, unless it succeeded),
--- and the state of its slot, which it returns (false for a requested run,
--- which has none).
-local function finish(outcome, ended, err, max, backoff)
-	local state = false
-	record('last.', outcome, ended)
-	if outcome ~= 'ok' then
-		record('fail.', outcome, ended)
-		hset('fail.error', err)
+`
+
+// A record hash is small enough for the server to keep as a listpack,
+// which it scans for each field a command names: a script that reads a
+// field it does not need pays for it. The claim reads the fields of its
+// common paths first, and the others only on the paths that need them.
+const claimRead = `
+local run, runUntil, slot, slotAt, slotState, paused, want, nxt, seen = unpack(redis.call('HMGET', R,
+	'run', 'run.until', 'slot', 'slot.at', 'slot.state', 'paused', 'want', 'next', 'seen'))
+local runBy, runSince, runSlot, runTry, runWhy, slotTries, slotRetry, slotLease
+local readMore = false
+-- more reads the fields of the run in progress and of an open slot.
+local function more()
+	if not readMore then
+		readMore = true
+		runBy, runSince, runSlot, runTry, runWhy, slotTries, slotRetry, slotLease = unpack(redis.call('HMGET', R,
+			'run.by', 'run.since', 'run.slot', 'run.try', 'run.why', 'slot.tries', 'slot.retry', 'slot.lease'))
 	end
-	local slot, try = get('run.slot'), tonumber(get('run.try'))
-	if get('run.why') ~= 'request' and get('slot') == slot then
-		if outcome == 'ok' then
-			state = 'done'
-		elseif try < max then
-			state = 'open'
-			hset('slot.retry', now + backoff)
-		else
-			state = 'failed'
-		end
-		hset('slot.state', state)
-	end
-	hdel(unpack(runFields))
-	return state
 end
 `
 
@@ -114,116 +103,146 @@ end
 // of S; mine, another run of this replica; other); 3 S ran, or is past,
 // or its lease is held by hand; 4 paused; 5 S waits ms for its next
 // attempt; 6 nothing to do, quietly; 7 S used up its attempts.
-var claimScript = redisscript.New(recordPrelude + `
+var claimScript = redisscript.New(claimSrc)
+
+const claimSrc = recordPrelude + claimRead + runPrelude + `
 local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
--- C2: the record says who saw it last, and lives long enough.
-local existed = get('seen')
-if not existed then
-	hset('born', now)
+local existed = seen
+-- C2: the record says who saw it last (and when it was born, if new, and
+-- the next tick announced, if earlier), with the answer's own fields, in
+-- one HSET; then it lives long enough.
+local announce = ARGV[12] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[12]) < tonumber(nxt))
+local function seenWith(...)
+	if announce then
+		if existed then
+			redis.call('HSET', R, 'seen', now, 'seen.by', replica, 'next', ARGV[12], ...)
+		else
+			redis.call('HSET', R, 'born', now, 'seen', now, 'seen.by', replica, 'next', ARGV[12], ...)
+		end
+	elseif existed then
+		redis.call('HSET', R, 'seen', now, 'seen.by', replica, ...)
+	else
+		redis.call('HSET', R, 'born', now, 'seen', now, 'seen.by', replica, ...)
+	end
+	keep(tonumber(ARGV[7]))
 end
-hset('seen', now, 'seen.by', replica)
-setnext(ARGV[12])
-keep(tonumber(ARGV[7]))
+local function answer(r, ...)
+	seenWith(...)
+	return r
+end
 -- C1: a run whose lease ended is over.
-if get('run') and num('run.until') < now then
-	finish('lost', get('run.until'), 'the run lease expired: its replica died or lost Redis', max, 0)
+if run and tonumber(runUntil) < now then
+	more()
+	local state = stateAfter('lost', max)
+	if state == 'open' then
+		slotState, slotRetry = state, now
+		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'slot.state', state, 'slot.retry', now)
+	elseif state then
+		slotState = state
+		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'slot.state', state)
+	else
+		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis')
+	end
 end
 if mode == 'hello' then
-	return {6} -- R10
+	return answer({6}) -- R10
 end
-local running = get('run')
-local function start(slot, try, why)
-	hset('run', ARGV[4], 'run.by', replica, 'run.since', now,
-		'run.until', now + tonumber(ARGV[6]), 'run.slot', slot, 'run.try', try, 'run.why', why)
-	return {1, try, why, slot}
+local running = run
+-- start answers a run of slot: the run lease, with extra fields.
+local function start(slot, try, why, ...)
+	return answer({1, try, why, slot}, 'run', ARGV[4], 'run.by', replica, 'run.since', now,
+		'run.until', now + tonumber(ARGV[6]), 'run.slot', slot, 'run.try', try, 'run.why', why, ...)
 end
 -- R9: a request runs when nothing holds the run lease.
 local function request()
-	if running or not get('want') then
+	if running or not want then
 		return nil
 	end
-	hdel('want', 'want.by')
-	return start(get('slot') or '', 1, 'request')
+	redis.call('HDEL', R, 'want', 'want.by')
+	return start(slot or '', 1, 'request')
 end
 if mode == 'request' then
 	local r = request()
 	if r then
 		return r
 	elseif running then
-		return {2, num('run.until') - now, 'other', ''}
+		return answer({2, tonumber(runUntil) - now, 'other', ''})
 	end
-	return {6}
+	return answer({6})
 end
 -- Which slot a duration policy's tick or catch-up is for: D1 to D4.
 local fresh = false
 if #KEYS == 2 and (mode == 'tick' or mode == 'catchup') then
+	more()
 	local held = redis.call('GET', KEYS[2])
 	if not held then
 		fresh = true -- D1
-	elseif held == get('slot.lease') then
-		if mode == 'tick' and held == ARGV[11] and get('slot.state') ~= 'open' then
+	elseif held == slotLease then
+		if mode == 'tick' and held == ARGV[11] and slotState ~= 'open' then
 			fresh = true -- D3
 		else
-			S = get('slot') -- D2
+			S = slot -- D2
 		end
 	elseif mode == 'tick' then
-		return request() or {3, 0, '', ''} -- D4
+		return request() or answer({3, 0, '', ''}) -- D4
 	else
-		return {6}
+		return answer({6})
 	end
 end
 local sid = S or ''
 -- R1, R2: the run lease is held.
 if running then
 	if mode == 'catchup' then
-		return {6}
+		return answer({6})
 	end
+	more()
 	local of = 'other'
-	if not fresh and get('run.why') ~= 'request' and get('run.slot') == S and get('slot') == S then
+	if not fresh and runWhy ~= 'request' and runSlot == S and slot == S then
 		of = 'same'
-	elseif get('run.by') == replica then
+	elseif runBy == replica then
 		of = 'mine'
 	end
-	return {2, num('run.until') - now, of, sid}
+	return answer({2, tonumber(runUntil) - now, of, sid})
 end
 -- R3: paused.
-if get('paused') then
+if paused then
 	if mode == 'tick' then
-		return request() or {4, 0, '', sid}
+		return request() or answer({4, 0, '', sid})
 	elseif mode == 'catchup' then
-		return {6}
+		return answer({6})
 	end
-	return {4, 0, '', sid}
+	return answer({4, 0, '', sid})
 end
 -- The state of S.
 local state
 if fresh then
 	state = 'none'
-elseif get('slot') == S then
-	state = get('slot.state')
+elseif slot == S then
+	state = slotState
 	if state == 'open' then
-		if num('slot.tries') >= max then
+		more()
+		if tonumber(slotTries or '0') >= max then
 			-- Fewer attempts than when it opened (a rolling deploy).
 			state = 'failed'
-			hset('slot.state', state)
-		elseif num('slot.retry') > now then
+			redis.call('HSET', R, 'slot.state', state)
+		elseif tonumber(slotRetry or '0') > now then
 			state = 'waiting'
 		else
 			state = 'due'
 		end
 	end
-elseif #KEYS == 1 and (not get('slot') or tonumber(ARGV[3]) > num('slot.at')) then
+elseif #KEYS == 1 and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0')) then
 	state = 'none'
 else
 	state = 'past'
 end
-local function open(slot, at, why)
+-- open opens slot S at at, and starts its first attempt.
+local function open(S, at, why)
 	if #KEYS == 2 then
 		redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[9])
-		hset('slot.lease', ARGV[10])
+		return start(S, 1, why, 'slot', S, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0, 'slot.lease', ARGV[10])
 	end
-	hset('slot', slot, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0)
-	return start(slot, 1, why)
+	return start(S, 1, why, 'slot', S, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0)
 end
 if state == 'none' then -- R4
 	if mode == 'tick' then
@@ -232,39 +251,39 @@ if state == 'none' then -- R4
 		end
 		return open(S, ARGV[3], 'schedule')
 	elseif mode ~= 'catchup' or not existed then
-		return {6}
+		return answer({6})
 	end
 	local window = tonumber(ARGV[13])
+	local born = redis.call('HGET', R, 'born')
 	if #KEYS == 1 then
 		local at = tonumber(ARGV[3])
-		if (get('born') and at < num('born')) or now - at > window then
-			return {6}
+		if (born and at < tonumber(born)) or now - at > window then
+			return answer({6})
 		end
 		return open(S, ARGV[3], 'catch-up')
 	end
-	local due = tonumber(get('slot.at') or get('born') or now) + tonumber(ARGV[14])
+	local due = tonumber(slotAt or born or now) + tonumber(ARGV[14])
 	if now < due or now - due > window then
-		return {6}
+		return answer({6})
 	end
 	return open(tostring(now), now, 'catch-up')
 elseif mode == 'catchup' then
-	return {6}
+	return answer({6})
 elseif state == 'due' then -- R5
-	local tries = num('slot.tries') + 1
-	hset('slot.tries', tries)
-	return start(S, tries, 'retry')
+	local tries = tonumber(slotTries or '0') + 1
+	return start(S, tries, 'retry', 'slot.tries', tries)
 elseif state == 'waiting' then -- R6
-	local wait = num('slot.retry') - now
+	local wait = tonumber(slotRetry) - now
 	if mode == 'tick' then
-		return request() or {5, wait, '', sid}
+		return request() or answer({5, wait, '', sid})
 	end
-	return {5, wait, '', sid}
+	return answer({5, wait, '', sid})
 elseif mode ~= 'tick' then
-	return {6}
+	return answer({6})
 elseif state == 'failed' then -- R8
-	return request() or {7, 0, '', sid}
+	return request() or answer({7, 0, '', sid})
 end
-return request() or {3, 0, '', sid} -- R7`)
+return request() or answer({3, 0, '', sid}) -- R7`
 
 // completeScript is R12, the completion of the run whose token is
 // ARGV[1]: its outcome (ok, error, panic, lost, timeout), its error text,
@@ -282,52 +301,69 @@ return request() or {3, 0, '', sid} -- R7`)
 // any; the list lives as long as the record. ARGV[10] is the job's
 // schedule, as the replica states it.
 var completeScript = redisscript.New(recordPrelude + `
-if get('run') ~= ARGV[1] then
+local run, runBy, runSince, runSlot, runTry, runWhy, slot, want, nxt, lastOutcome, histLast = unpack(redis.call('HMGET', R,
+	'run', 'run.by', 'run.since', 'run.slot', 'run.try', 'run.why', 'slot', 'want', 'next', 'last.outcome', 'hist.last'))
+if run ~= ARGV[1] then
 	return {0}
 end
-local H, keepRuns = KEYS[2], tonumber(ARGV[8])
+local runUntil` + runPrelude + `
+local H, outcome, max = KEYS[2], ARGV[2], tonumber(ARGV[4])
 -- A run is named by its slot, attempt and start: two runs can start in one
 -- millisecond.
 local function name(slot, try, start)
 	return tostring(slot or '') .. ' ' .. tostring(try or '') .. ' ' .. tostring(start or '')
 end
-local function push(e)
-	redis.call('LPUSH', H, cjson.encode(e))
-	hset('hist.last', name(e.slot, e.try, e.start))
-end
 -- A run that C1 recorded lost since the last completion enters the history
 -- before this one: it is in last, and not the history's newest.
-local prev = redis.call('HMGET', R, 'last.outcome', 'last.start', 'last.end', 'last.slot', 'last.by', 'last.why', 'last.try', 'fail.error', 'hist.last')
-if prev[1] == 'lost' and name(prev[4], prev[7], prev[2]) ~= prev[9] then
-	push({slot = prev[4], by = prev[5], why = prev[6], try = prev[7], due = '', start = prev[2],
-		['end'] = prev[3], outcome = 'lost', error = prev[8] or ''})
+if lastOutcome == 'lost' then
+	local p = redis.call('HMGET', R, 'last.start', 'last.end', 'last.slot', 'last.by', 'last.why', 'last.try', 'fail.error')
+	if name(p[3], p[6], p[1]) ~= histLast then
+		redis.call('LPUSH', H, cjson.encode({slot = p[3], by = p[4], why = p[5], try = p[6], due = '', start = p[1],
+			['end'] = p[2], outcome = 'lost', error = p[7] or ''}))
+	end
 end
-local ran = {slot = get('run.slot'), by = get('run.by'), why = get('run.why'), try = get('run.try'),
-	due = ARGV[9], start = get('run.since'), ['end'] = tostring(now), outcome = ARGV[2], error = ARGV[3]}
-local state = finish(ARGV[2], now, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
-push(ran)
-redis.call('LTRIM', H, 0, keepRuns - 1)
-if ARGV[2] == 'ok' then
-	hset('good', now)
+redis.call('LPUSH', H, cjson.encode({slot = runSlot, by = runBy, why = runWhy, try = runTry,
+	due = ARGV[9], start = runSince, ['end'] = tostring(now), outcome = outcome, error = ARGV[3]}))
+redis.call('LTRIM', H, 0, tonumber(ARGV[8]) - 1)
+local hist = name(runSlot, runTry, runSince)
+local state = stateAfter(outcome, max)
+local announce = ARGV[7] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[7]) < tonumber(nxt))
+-- One HSET: the run, the slot's new state, and the record's own fields.
+local function finish(err, ...)
+	if announce then
+		ended(outcome, now, err, 'next', ARGV[7], 'every', ARGV[10], 'hist.last', hist, ...)
+	else
+		ended(outcome, now, err, 'every', ARGV[10], 'hist.last', hist, ...)
+	end
 end
-hset('every', ARGV[10])
-setnext(ARGV[7])
-keep(tonumber(ARGV[6]))
-redis.call('PEXPIRE', H, redis.call('PTTL', R))
-local want = 0
-if get('want') then
-	want = 1
+if outcome == 'ok' then
+	if state then
+		finish('', 'slot.state', state, 'good', now)
+	else
+		finish('', 'good', now)
+	end
+elseif state == 'open' then
+	finish(ARGV[3], 'slot.state', state, 'slot.retry', now + tonumber(ARGV[5]))
+elseif state then
+	finish(ARGV[3], 'slot.state', state)
+else
+	finish(ARGV[3])
 end
-return {1, state or '', want}`)
+redis.call('PEXPIRE', H, keep(tonumber(ARGV[6])))
+local w = 0
+if want then
+	w = 1
+end
+return {1, state or '', w}`)
 
 // heartbeatScript is R11: it extends the run lease of the run whose token
 // is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.
 // 1 if it did, 0 if the run no longer holds the run lease.
 var heartbeatScript = redisscript.New(recordPrelude + `
-if get('run') ~= ARGV[1] then
+if redis.call('HGET', R, 'run') ~= ARGV[1] then
 	return 0
 end
-hset('run.until', now + tonumber(ARGV[2]))
+redis.call('HSET', R, 'run.until', now + tonumber(ARGV[2]))
 keep(tonumber(ARGV[3]))
 return 1`)
 
@@ -342,10 +378,10 @@ if redis.call('EXISTS', R) == 0 then
 end
 local op = ARGV[1]
 if op == 'pause' then
-	hset('paused', now, 'paused.by', ARGV[2])
+	redis.call('HSET', R, 'paused', now, 'paused.by', ARGV[2])
 elseif op == 'resume' then
-	hdel('paused', 'paused.by')
+	redis.call('HDEL', R, 'paused', 'paused.by')
 else
-	hset('want', now, 'want.by', ARGV[2])
+	redis.call('HSET', R, 'want', now, 'want.by', ARGV[2])
 end
 return 1`)
