@@ -140,10 +140,11 @@ func TestRunProtocolRoundTrips(t *testing.T) {
 	}
 }
 
-// BenchmarkRunProtocol measures a leased run's claim and completion beside
-// the bare lease that leased jobs took before they had records (one TryLock
-// of a key per slot), on a real redis-server: time, round trips and server
-// commands per run.
+// BenchmarkRunProtocol measures a leased run's claim and completion, and
+// a losing replica's claim of a slot already done, beside the bare lease
+// that leased jobs took before they had records (one TryLock of a key per
+// slot), on a real redis-server: time, round trips and server commands per
+// run.
 func BenchmarkRunProtocol(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
@@ -154,6 +155,26 @@ func BenchmarkRunProtocol(b *testing.B) {
 		before, beforeUS := serverStats(b, rdb)
 		for b.Loop() {
 			p.run(b)
+		}
+		after, afterUS := serverStats(b, rdb)
+		b.ReportMetric(float64(p.c.n.Load())/float64(b.N), "rt/run")
+		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/run")
+		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/run")
+	})
+	b.Run("losing-claim", func(b *testing.B) {
+		// A replica's tick of a slot that another replica's run already
+		// recorded as done: what each losing replica costs the server.
+		p := newProtocol(b, rdb, "bench-lose-"+strconv.FormatInt(time.Now().UnixNano(), 36), interval.MustCron("* * * * * *"))
+		done := Tick{Slot: p.slot, Attempt: 1}
+		p.run(b)
+		p.c.n.Store(0)
+		before, beforeUS := serverStats(b, rdb)
+		for b.Loop() {
+			t := done
+			c, err := p.s.claim(context.Background(), modeTick, &t, time.Time{}, "")
+			if err != nil || c.run != nil {
+				b.Fatalf("claim of a done slot = %+v, %v; want no run", c, err)
+			}
 		}
 		after, afterUS := serverStats(b, rdb)
 		b.ReportMetric(float64(p.c.n.Load())/float64(b.N), "rt/run")

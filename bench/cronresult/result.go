@@ -90,6 +90,9 @@ type Cluster struct {
 	// inside its time); Commands is how many they sent, by name.
 	ServerUS float64          `json:"server_us"`
 	Commands map[string]int64 `json:"commands"`
+	// Server is every command the server counted in the window, scripts'
+	// own commands too: its calls and µs.
+	Server map[string][2]float64 `json:"server"`
 	// RedisCPUS is the server's CPU time in the window, user and system.
 	RedisCPUS float64 `json:"redis_cpu_s"`
 	// LateP50 and LateP99 are how late the window's runs began after their

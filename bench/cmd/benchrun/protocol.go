@@ -73,7 +73,8 @@ func metrics(s string) map[string]float64 {
 }
 
 var protocolWays = []struct{ key, title string }{
-	{"record", "record: claim + completion"},
+	{"record", "record: claim + completion (the replica that runs)"},
+	{"losing-claim", "record: a claim of a slot already done (each replica that loses)"},
 	{"bare-lease", "bare per-slot lease (`TryLock`), before records"},
 }
 
@@ -81,7 +82,7 @@ func renderProtocol(w *bytes.Buffer, res map[string][]sample, info runInfo) {
 	pf := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	pf("## A leased run's protocol (job records)\n\n")
 	pf("A leased job's run is claimed in its record before it starts and recorded when it ends: two scripts, two round trips, where a leased job took one `TryLock` of a key per slot before it had records. ")
-	pf("`BenchmarkRunProtocol` (package `cron`, in the root module: `go test -run XXX -bench RunProtocol ./cron/`) measures the claim and completion of a run of a fresh slot, without the runtime's scheduling, beside a bare `TryLock` of a fresh per-slot key, on a redis-server it starts; this run ran it with `-count %d -benchtime %s`. ", info.Rounds, info.Benchtime)
+	pf("`BenchmarkRunProtocol` (package `cron`, in the root module: `go test -run XXX -bench RunProtocol ./cron/`) measures the claim and completion of a run of a fresh slot, without the runtime's scheduling, and the claim of a slot another run already recorded as done (what every other replica's tick of the slot costs), beside a bare `TryLock` of a fresh per-slot key, on a redis-server it starts; this run ran it with `-count %d -benchtime %s`. ", info.Rounds, info.Benchtime)
 	pf("Round trips are counted by a wrapping client; server commands and script time come from `INFO commandstats` deltas (`usec` of `EVALSHA`, which includes the commands a script calls). Medians, with the range over the counts.\n\n")
 	pf("| per run | µs | round trips | server commands | script time on the server, µs | B/run | allocs/run |\n")
 	pf("|---|---|---|---|---|---|---|\n")

@@ -186,11 +186,11 @@ func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster
 		}
 	}
 	res := &cronresult.Cluster{Lib: lib, Replicas: replicas, Jobs: jobs, For: float64(secs), Slots: int64(jobs * secs),
-		Commands: map[string]int64{}, RedisCPUS: cpu1 - cpu0}
+		Commands: map[string]int64{}, Server: stats, RedisCPUS: cpu1 - cpu0}
 	sent.mu.Lock()
 	for name, n := range sent.n {
 		res.Commands[name] = n
-		res.ServerUS += stats[name]
+		res.ServerUS += stats[name][1]
 	}
 	sent.mu.Unlock()
 	for i := range t.runs {
@@ -209,28 +209,36 @@ func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster
 	return res, nil
 }
 
-// commandStats returns the server's time per command, in µs, from INFO
-// commandstats.
-func commandStats(ctx context.Context, srv *bench.Server) (map[string]float64, error) {
+// commandStats returns the server's calls and time (µs) per command, from
+// INFO commandstats.
+func commandStats(ctx context.Context, srv *bench.Server) (map[string][2]float64, error) {
 	text, err := srv.Command(ctx, "INFO", "commandstats")
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
+	out := map[string][2]float64{}
 	for line := range strings.SplitSeq(text, "\r\n") {
 		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
 		if !ok || line == name {
 			continue
 		}
+		var st [2]float64
 		for field := range strings.SplitSeq(rest, ",") {
-			if v, ok := strings.CutPrefix(field, "usec="); ok {
-				us, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					return nil, fmt.Errorf("INFO commandstats line %q: %w", line, err)
-				}
-				out[name] = us
+			k, v, _ := strings.Cut(field, "=")
+			i := slices.Index([]string{"calls", "usec"}, k)
+			if i < 0 {
+				continue
 			}
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, fmt.Errorf("INFO commandstats line %q: %w", line, err)
+			}
+			st[i] = f
 		}
+		if name == "info" || name == "config|resetstat" {
+			continue
+		}
+		out[name] = st
 	}
 	return out, nil
 }
