@@ -116,10 +116,39 @@ func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
 	}
 	hctx, cancel := context.WithTimeout(lctx, helloTimeout)
 	defer cancel()
-	if _, err := s.claim(hctx, modeHello, &t, next, ""); err != nil && lctx.Err() == nil {
-		r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced",
-			slog.String("job", e.name), slog.Any("error", err))
+	c, err := s.claim(hctx, modeHello, &t, next, "")
+	if err != nil {
+		if lctx.Err() == nil {
+			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced",
+				slog.String("job", e.name), slog.Any("error", err))
+		}
+		return
 	}
+	// R10: the record's slot, which a run of may yet fail or which waits
+	// for another attempt, is this replica's to follow up too (E3).
+	if c.follow {
+		if slot, ok := slotNamed(e.every.Interval, c.slot, r.now()); ok {
+			r.lookAgain(e, s, modeFollow, slot, c.slot, c.wait+time.Millisecond)
+		}
+	}
+}
+
+// slotNamed returns the slot of every whose key is id among the latest
+// ones at now that a claim can still name (a Cron slot's claim window is
+// two of its lengths, so the latest three).
+func slotNamed(every interval.Interval, id string, now time.Time) (interval.Slot, bool) {
+	until := now
+	for range 3 {
+		slot, ok := every.LatestSlot(until.Add(-366*24*time.Hour), until)
+		if !ok {
+			return interval.Slot{}, false
+		}
+		if key, _ := slot.Key(); key == id {
+			return slot, true
+		}
+		until = slot.Start.Add(-time.Nanosecond)
+	}
+	return interval.Slot{}, false
 }
 
 // stopRecords stops the leased jobs' retry timers and run-now listeners.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -517,5 +518,153 @@ func TestProtocolDeadRunLeaseWarned(t *testing.T) {
 			t.Logf("%v %s reason=%v", r.Level, r.Message, attr(r, "reason"))
 		}
 		t.Fatal("b skipped the slots under a's dead run lease without a Warn")
+	}
+}
+
+// TestProtocolFollowUpOfTheNewerSlot has replica b start during replica
+// a's run of slot S0 (b's claim plans a follow-up of S0 for when that run's
+// lease would end) and tick S1 while a runs it, before that follow-up is
+// due: b's follow-up of S1 must replace the one of S0. Then a's Redis dies
+// in the middle of S1's run, so that only b can run S1's second attempt.
+// The simulator found b keeping its look at S0, past since S1 opened: its
+// claim recorded a's run of S1 lost and, being about S0, ran nothing, and
+// S1 never got its retry (seed 1002801).
+func TestProtocolFollowUpOfTheNewerSlot(t *testing.T) {
+	srv := redistest.Start(t)
+	const every, ttl = 10 * time.Second, 3 * time.Second
+	spec := interval.MustCron("*/10 * * * * *")
+	// a starts 1.5 s before a slot begins, so that S1 comes before the
+	// run lease of a's startup run (S0) would end.
+	now := time.Now()
+	if wait := now.Truncate(every).Add(every - 1500*time.Millisecond).Sub(now); wait > 0 {
+		time.Sleep(wait)
+	} else {
+		time.Sleep(wait + every)
+	}
+	var dead atomic.Bool
+	ca := srv.Client(t)
+	ca.AddHook(deadClient{&dead})
+	type start struct {
+		replica string
+		tick    cron.Tick
+	}
+	starts := make(chan start, 10)
+	job := func(replica string, db lock.Db, work time.Duration) *leasedJob {
+		return &leasedJob{
+			testJob: testJob{name: "ten-seconds", every: spec, process: func(ctx context.Context, tk cron.Tick) error {
+				starts <- start{replica, tk}
+				select {
+				case <-time.After(work):
+				case <-ctx.Done():
+				}
+				return context.Cause(ctx)
+			}},
+			lease: cron.LeaseConfig{Db: db, RunTTL: ttl, Attempts: 2, Backoff: 100 * time.Millisecond},
+		}
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rta, err := cron.Start([]cron.Job{job("a", lock.NewDb(ca), 1200*time.Millisecond)}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		rta.Shutdown(ctx)
+	})
+	s0 := <-starts
+	if s0.replica != "a" {
+		t.Fatalf("the startup run was %s's, want a's", s0.replica)
+	}
+	// b ticks each slot 300 ms after a, so a wins S1, and b's tick finds
+	// its run going.
+	ticked := make(chan cron.Tick, 10)
+	rtb, err := cron.Start([]cron.Job{job("b", lock.NewDb(srv.Client(t)), 0)}, cron.WithReplica("b"), cron.WithLogger(quiet),
+		cron.WithClock(func() time.Time { return time.Now().Add(-300 * time.Millisecond) }),
+		cron.WithObserver(cron.Observer{RunSkipped: func(tk cron.Tick, reason string, _ error) {
+			if reason == cron.ReasonRunning {
+				ticked <- tk
+			}
+		}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+	s1 := <-starts
+	if s1.replica != "a" || !s1.tick.Slot.Start.After(s0.tick.Slot.Start) {
+		t.Fatalf("first run after the startup run: %s's of slot %v; want a's of the next slot", s1.replica, s1.tick.Slot.Start)
+	}
+	// b's tick of S1 found a's run going (its claim of S0 did too, at its
+	// start): then a's Redis dies, before a's first heartbeat.
+	for found := false; !found; {
+		select {
+		case tk := <-ticked:
+			found = tk.Slot.Start.Equal(s1.tick.Slot.Start)
+		case <-time.After(every):
+			t.Fatal("b did not tick S1 while a ran it")
+		}
+	}
+	dead.Store(true)
+	select {
+	case s := <-starts:
+		if s.replica != "b" || !s.tick.Slot.Start.Equal(s1.tick.Slot.Start) || s.tick.Attempt != 2 {
+			t.Errorf("run after a died: %s's of slot %v, attempt %d; want b's attempt 2 of slot %v",
+				s.replica, s.tick.Slot.Start, s.tick.Attempt, s1.tick.Slot.Start)
+		}
+	case <-time.After(ttl + 3*time.Second):
+		t.Fatalf("slot %v, whose run was lost with a's Redis, got no second attempt within %v", s1.tick.Slot.Start, ttl+3*time.Second)
+	}
+}
+
+// TestProtocolRestartDuringBackoff stops the only replica while the slot
+// whose first attempt failed waits out its back-off (its retry timer dies
+// with it), and starts another in its place, without a startup run: the
+// new replica's announcement finds the slot open and runs its second
+// attempt. The simulator found such a slot never retried when each
+// replica that had a look at it restarted (seed 1008185).
+func TestProtocolRestartDuringBackoff(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(srv.Client(t))
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *")
+	// Start early in a slot, so that the next one does not begin (and
+	// open a slot of its own) before the retry.
+	now := time.Now()
+	if into := now.Sub(now.Truncate(every)); into > time.Second {
+		time.Sleep(every - into + 200*time.Millisecond)
+	}
+	lease := cron.LeaseConfig{Db: db, Attempts: 3, Backoff: time.Second}
+	failed := make(chan cron.Tick, 1)
+	a := &leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		failed <- tk
+		return errors.New("planned failure")
+	}}, lease: lease}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rta, err := cron.Start([]cron.Job{a}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-failed
+	waitStatus(t, db, "report", func(st cron.JobStatus) bool { return st.SlotState == "open" && st.Running == nil })
+	if err := rta.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan cron.Tick, 1)
+	b := &leasedJob{testJob: testJob{name: "report", every: spec.WithoutStartupRun(), process: func(_ context.Context, tk cron.Tick) error {
+		ran <- tk
+		return nil
+	}}, lease: lease}
+	rtb, err := cron.Start([]cron.Job{b}, cron.WithReplica("b"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+	select {
+	case tk := <-ran:
+		if !tk.Slot.Start.Equal(first.Slot.Start) || tk.Attempt != 2 || tk.Trigger != cron.TriggerRetry {
+			t.Errorf("b's first run: slot %v, attempt %d, %v; want attempt 2 of slot %v, a retry", tk.Slot.Start, tk.Attempt, tk.Trigger, first.Slot.Start)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("slot %v, open after a failed attempt, got no second attempt within 5s of its only replica's restart", first.Slot.Start)
 	}
 }

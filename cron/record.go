@@ -96,10 +96,12 @@ type jobState struct {
 	mu  sync.Mutex
 	own string
 
-	// retry is the timer of this replica's next attempt at the job's open
-	// slot, if one is due. Guarded by Runtime.mu.
-	retry   *time.Timer
-	retryAt time.Time
+	// retry is the timer of this replica's next look at the job's newest
+	// slot it knows of (E2 or E3), if one is planned: when, and at which
+	// slot. Guarded by Runtime.mu.
+	retry     *time.Timer
+	retryAt   time.Time
+	retrySlot interval.Slot
 }
 
 // newJobState checks a leased job's config, whose Name is set, and returns

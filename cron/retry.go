@@ -26,9 +26,13 @@ func (r *Runtime) followUp(a *runArgs, c claimed) {
 }
 
 // lookAgain makes this replica claim e's slot, whose record id is id, in
-// d for the event mode (E2 or E3), unless it has an earlier look planned
-// already, or d is past the slot's claim window. s is the record that
-// named the slot: none if e was removed or replaced since.
+// d for the event mode (E2 or E3), unless it has an earlier look at that
+// slot planned already, or a look at a newer slot, or d is past the slot's
+// claim window. A replica plans one look per job: a look at a newer slot
+// replaces one at an older slot, however much later it comes, since only a
+// tick opens a slot and the older one is past once the newer one is named
+// (PROTOCOL.md, E2 and E3). s is the record that named the slot: none if e
+// was removed or replaced since.
 func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) {
 	if !r.now().Add(d).Before(slot.LeaseEnd(s.ttl)) {
 		return // past its claim window: no claim of the slot can run it
@@ -39,8 +43,13 @@ func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval
 		return
 	}
 	at := time.Now().Add(d)
-	if s.retry != nil && !s.retryAt.After(at) {
-		return
+	if s.retry != nil {
+		switch {
+		case slot.Start.Before(s.retrySlot.Start):
+			return // a look at a newer slot is planned
+		case slot.Start.Equal(s.retrySlot.Start) && !s.retryAt.After(at):
+			return // an earlier look at this slot is planned
+		}
 	}
 	if s.retry != nil {
 		s.retry.Stop()
@@ -57,7 +66,7 @@ func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval
 			r.offSchedule(e, mode, slot, id)
 		}
 	})
-	s.retry, s.retryAt = timer, at
+	s.retry, s.retryAt, s.retrySlot = timer, at, slot
 }
 
 // lookAgainAfterError schedules E2 or E3 again, a back-off later, after

@@ -144,7 +144,23 @@ if run and tonumber(runUntil) < now then
 		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis')
 	end
 end
+-- R10, and E4 below: a replica that starts follows up (E3) the record's
+-- Cron slot if a run of it may yet fail with attempts left or it waits for
+-- another attempt, since the replica whose timer would have claimed it may
+-- be the one that restarted.
+local function followUpAtStart()
+	if max > 1 and run and runWhy ~= 'request' and runSlot == slot then
+		return answer({2, tonumber(runUntil) - now, 'same', slot})
+	elseif slotState == 'open' and tonumber(slotTries or '0') < max then
+		return answer({5, math.max(tonumber(slotRetry or '0') - now, 1), '', slot})
+	end
+	return answer({6})
+end
 if mode == 'hello' then
+	if #KEYS == 1 and slot then
+		more()
+		return followUpAtStart()
+	end
 	return answer({6}) -- R10
 end
 local running = run
@@ -192,10 +208,13 @@ end
 local sid = S or ''
 -- R1, R2: the run lease is held.
 if running then
+	more()
 	if mode == 'catchup' then
+		if not fresh and slot == S then
+			return followUpAtStart()
+		end
 		return answer({6})
 	end
-	more()
 	local of = 'other'
 	if not fresh and runWhy ~= 'request' and runSlot == S and slot == S then
 		of = 'same'
@@ -268,6 +287,9 @@ if state == 'none' then -- R4
 	end
 	return open(tostring(now), now, 'catch-up')
 elseif mode == 'catchup' then
+	if state == 'due' or state == 'waiting' then
+		return followUpAtStart()
+	end
 	return answer({6})
 elseif state == 'due' then -- R5
 	local tries = tonumber(slotTries or '0') + 1

@@ -449,7 +449,9 @@ func (c *checker) slots(j *Job) []*slot {
 
 // closing returns the run that closed s, done or failed after its last
 // attempt, as its record must say: one that returned on a live replica
-// with its lease, and whose completion Redis served.
+// with its lease, and whose completion Redis served; without eventually,
+// served as it came, not held by a stall (which may have let a claim
+// record the run lost first).
 func (c *checker) closing(j *Job, s *slot, eventually bool) *Run {
 	for _, r := range s.runs {
 		if r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) {
@@ -461,6 +463,13 @@ func (c *checker) closing(j *Job, s *slot, eventually bool) *Run {
 		// claim records the run lost: with eventually, such a completion
 		// counts too.
 		at, ok := c.arrival(r.Replica, r.End, runTTL(j))
+		if ok && !eventually && at.After(r.End.Add(c.sc.Latencies[r.Replica])) {
+			// A stall held it: the run lease may have run out on the
+			// server meanwhile, and another replica's claim, held by the
+			// same stall, may have come first and recorded the run lost
+			// (C1), so that the slot is open again (seed 1009168).
+			ok = false
+		}
 		if !ok && eventually {
 			at, ok = c.eventualArrival(r.Replica, r.End, max(runTTL(j), s.end.Sub(r.End)))
 		}
