@@ -280,6 +280,16 @@ func (c *checker) upThrough(i int, a, b time.Time) bool {
 	return false
 }
 
+// upDuring reports whether replica i ran a runtime at some time in [a, b].
+func (c *checker) upDuring(i int, a, b time.Time) bool {
+	for _, s := range c.up[i] {
+		if s.meets(a, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // anyUpThrough reports whether some replica ran one runtime throughout
 // [a, b].
 func (c *checker) anyUpThrough(a, b time.Time) bool {
@@ -592,11 +602,23 @@ func (c *checker) retried(j *Job, s *slot) {
 	// A replica that stayed up, running a release whose schedule has the
 	// slot and whose attempts it has not spent (a deploy may have changed
 	// either).
+	// A replica up meanwhile whose release gives the slot no more attempts
+	// than it had may have claimed it and closed it as failed (a rolling
+	// deploy that lowers Attempts: PROTOCOL.md, the state of S; seed
+	// 2002456).
 	owed := false
 	for i := range Replicas {
+		for _, at := range []time.Time{last.End, due} {
+			w := j.Versions[c.version(i, j.Name, at)]
+			next, ok := w.Policy.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
+			if ok && next.Start.Equal(s.start) && len(s.runs) >= w.Attempts && c.upDuring(i, last.End, due) {
+				return
+			}
+		}
 		v := j.Versions[c.version(i, j.Name, due)]
 		next, ok := v.Policy.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
-		owed = owed || ok && next.Start.Equal(s.start) && len(s.runs) < v.Attempts && c.upThrough(i, last.Start, due)
+		has := ok && next.Start.Equal(s.start)
+		owed = owed || has && len(s.runs) < v.Attempts && c.upThrough(i, last.Start, due)
 	}
 	if !owed {
 		return

@@ -51,7 +51,10 @@
 //     job not paused, runs or is skipped with a Warn (or Error) record with
 //     a reason; a Cron slot whose last run failed with attempts left runs
 //     again once Redis is well long enough within the slot, if a replica
-//     stayed up and Redis kept the record; a duration policy's job is never idle for more than two
+//     stayed up and Redis kept the record, and no replica up meanwhile ran
+//     a release that gives the slot no more attempts than it had (a
+//     rolling deploy that lowers Attempts closes the slot as failed at
+//     that replica's claim); a duration policy's job is never idle for more than two
 //     intervals and a run lease while a replica is up, Redis well and the
 //     job not paused, unless a replica warns.
 //   - I5: no run of the schedule, retry or catch-up while the job is paused.
