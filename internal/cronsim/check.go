@@ -357,6 +357,22 @@ func (c *checker) steppedBetween(from, to time.Time) bool {
 	return false
 }
 
+// steppedAcross reports whether replica i's clock was stepped near the
+// true time at which it showed at (within the offsets before and after the
+// step, and tickMargin): a step forward may jump over at, so that no tick
+// of at comes, and the tick time that the offset after the step gives may
+// lie before the step itself (seed 2007051).
+func (c *checker) steppedAcross(i int, at time.Time) bool {
+	for _, e := range c.steps[i] {
+		when := c.start.Add(e.At)
+		d := c.offset(i, when.Add(-time.Nanosecond)).Abs() + c.offset(i, when).Abs() + tickMargin
+		if when.After(at.Add(-d)) && when.Before(at.Add(d)) {
+			return true
+		}
+	}
+	return false
+}
+
 // version returns the release of job that replica i ran at t.
 func (c *checker) version(i int, job string, t time.Time) int {
 	v := 0
@@ -563,7 +579,7 @@ func (c *checker) cronSlotsRun(j *Job) {
 			}
 			for i := range Replicas {
 				b := s.Start.Add(-c.offset(i, s.Start))
-				if b.Add(tickMargin).After(c.end) || c.skewed(b) || c.version(i, j.Name, b) != v ||
+				if b.Add(tickMargin).After(c.end) || c.skewed(b) || c.steppedAcross(i, s.Start) || c.version(i, j.Name, b) != v ||
 					!c.upThrough(i, b.Add(-time.Second), b.Add(tickMargin)) || !c.healthy(b.Add(-time.Second), b.Add(tickMargin)) ||
 					c.pausedDuring(j.Name, b.Add(-tickMargin), b.Add(tickMargin)) {
 					continue
