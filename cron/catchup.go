@@ -49,8 +49,8 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 				continue // replaced by a job without a lease since
 			}
 			first, _ := every.First(now)
-			if first.Equal(now) {
-				continue // its startup run claims it
+			if catchUp && first.Equal(now) {
+				continue // its startup run claims it (a replaced job has none)
 			}
 			if slot, ok := catchUpSlot(every, s, now); ok && catchUp {
 				r.offSchedule(e, modeCatchUp, slot, "")
@@ -101,8 +101,46 @@ func catchUpSlot(every interval.Interval, s *jobState, now time.Time) (interval.
 	return every.LatestSlot(now.Add(-s.catchUp), now)
 }
 
-// hello announces e to its record: the replica and its next tick.
+// helloAgain is how long a replica waits to announce a job again after
+// Redis did not answer, doubling up to helloAgainMax.
+const helloAgain, helloAgainMax = time.Second, time.Minute
+
+// hello announces e to its record: the replica and its next tick. If
+// Redis does not answer, it tries again with back-off while the runtime
+// runs e: the announcement keeps the record alive until the job's next
+// tick (C2), which after a deploy that lengthened the schedule may come
+// after the record's TTL (a paused job whose pause then expired ran:
+// simulator seed 3001870).
 func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
+	r.helloTry(ctx, lctx, e, helloAgain)
+}
+
+// helloAfterError announces e again, a back-off later, after Redis did not
+// answer one of its claims: whatever the claim was, its C2 did not keep the
+// record alive until the job's next tick. A job has one such chain of
+// announcements at a time.
+func (r *Runtime) helloAfterError(e *entry, s *jobState) {
+	if s.helloing.CompareAndSwap(false, true) {
+		r.helloLater(r.lctx, r.lctx, e, s, helloAgain)
+	}
+}
+
+// helloLater calls helloTry in wait, if the runtime still runs e with
+// the record s.
+func (r *Runtime) helloLater(ctx, lctx context.Context, e *entry, s *jobState, wait time.Duration) {
+	time.AfterFunc(wait, func() {
+		r.mu.Lock()
+		current := !r.stopped.Load() && e.state.Load()&stateRemoved == 0 && e.admit != nil && e.admit.state == s
+		r.mu.Unlock()
+		if current && lctx.Err() == nil {
+			r.helloTry(ctx, lctx, e, min(2*wait, helloAgainMax))
+		} else {
+			s.helloing.Store(false)
+		}
+	})
+}
+
+func (r *Runtime) helloTry(ctx, lctx context.Context, e *entry, wait time.Duration) {
 	r.mu.Lock()
 	next, _ := r.nextDue(e) // none, for a job with no tick to come
 	t := Tick{Job: e.name, Scheduled: next, Slot: e.every.Plan(next, next).Slot}
@@ -119,11 +157,16 @@ func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
 	c, err := s.claim(hctx, modeHello, &t, next, "")
 	if err != nil {
 		if lctx.Err() == nil {
-			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced",
-				slog.String("job", e.name), slog.Any("error", err))
+			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced; trying again",
+				slog.String("job", e.name), slog.Any("error", err), slog.Duration("in", wait))
+			s.helloing.Store(true)
+			r.helloLater(ctx, lctx, e, s, wait)
+			return
 		}
+		s.helloing.Store(false)
 		return
 	}
+	s.helloing.Store(false)
 	// R10: the record's slot, which a run of may yet fail or which waits
 	// for another attempt, is this replica's to follow up too (E3).
 	if c.follow {

@@ -668,3 +668,56 @@ func TestProtocolRestartDuringBackoff(t *testing.T) {
 		t.Fatalf("slot %v, open after a failed attempt, got no second attempt within 5s of its only replica's restart", first.Slot.Start)
 	}
 }
+
+// TestProtocolRecordKeptAfterFailedClaim replaces a paused job's every-5s
+// schedule with a daily one while its replica's Redis does not answer: the
+// claim the replacement makes fails, and the record's TTL, set for the old
+// schedule, would end long before the next daily tick, taking the pause
+// with it. Once Redis answers, the replica announces the job again, and the
+// record lives past that tick. The simulator found a paused job's record
+// expire after such a deploy, and the job run while paused (seed 3001870).
+func TestProtocolRecordKeptAfterFailedClaim(t *testing.T) {
+	srv := redistest.Start(t)
+	var dead atomic.Bool
+	c := srv.Client(t)
+	c.AddHook(deadClient{&dead})
+	lease := cron.LeaseConfig{Db: lock.NewDb(c)}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: interval.MustCron("*/5 * * * * *")}, lease: lease}},
+		cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return true })
+	if err := admin.Pause(t.Context(), "report"); err != nil {
+		t.Fatal(err)
+	}
+	dead.Store(true)
+	daily := interval.MustCron("0 0 * * *")
+	if err := rt.Replace(&leasedJob{testJob: testJob{name: "report", every: daily}, lease: lease}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // its claim fails meanwhile
+	dead.Store(false)
+	next, _ := daily.NextSlot(time.Now())
+	key := "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:report}"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ttl, err := srv.Client(t).PTTL(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl > time.Until(next.Start) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record's TTL is %v 10 s after Redis answered again; the daily job's next tick is in %v", ttl, time.Until(next.Start).Round(time.Second))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, err := admin.Status(t.Context(), "report"); err != nil || !st.Paused {
+		t.Errorf("status after the replacement: %+v, %v; want the job still paused", st, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -102,6 +103,10 @@ type jobState struct {
 	retry     *time.Timer
 	retryAt   time.Time
 	retrySlot interval.Slot
+
+	// helloing is set while an announcement of the job waits to be sent
+	// again after Redis did not answer (see helloAfterError).
+	helloing atomic.Bool
 }
 
 // newJobState checks a leased job's config, whose Name is set, and returns

@@ -162,6 +162,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	if err != nil {
 		r.admissionFailed(ctx, ad, t, err)
 		r.lookAgainAfterError(a)
+		r.helloAfterError(a.e, s)
 		return nil, false
 	}
 	if ad.failures.Load() > 0 {

@@ -610,6 +610,17 @@ func (c *checker) retried(j *Job, s *slot) {
 	}
 	wait := runTTL(j) + 4*backoff + tickMargin
 	from := c.healthyFrom(c.held(j, last), wait)
+	// Another run that holds the job meanwhile (a requested one, say)
+	// puts the retry off until it ends (R2 for E2 and E3: again when the
+	// lease ends; seed 3002930).
+	for moved := true; moved; {
+		moved = false
+		for _, r := range c.runsOf(j.Name) {
+			if r != last && !r.Start.Before(last.Start) && r.Start.Before(from.Add(wait)) && c.held(j, r).After(from) {
+				from, moved = c.healthyFrom(c.held(j, r), wait), true
+			}
+		}
+	}
 	due := from.Add(wait)
 	if !due.Before(s.end) || due.After(c.end) || c.pausedDuring(j.Name, last.Start, due) || c.skewed(last.Start) || c.skewed(due) ||
 		c.flushed(last.Start, due) { // the record, and its attempts, are gone
