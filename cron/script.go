@@ -273,7 +273,7 @@ if state == 'none' then -- R4
 		return answer({6})
 	end
 	local window = tonumber(ARGV[13])
-	local born = redis.call('HGET', R, 'born')
+	local born = redis.call('HMGET', R, 'born')[1]
 	if #KEYS == 1 then
 		local at = tonumber(ARGV[3])
 		if (born and at < tonumber(born)) or now - at > window then
@@ -382,7 +382,7 @@ return {1, state or '', w}`)
 // is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.
 // 1 if it did, 0 if the run no longer holds the run lease.
 var heartbeatScript = redisscript.New(recordPrelude + `
-if redis.call('HGET', R, 'run') ~= ARGV[1] then
+if redis.call('HMGET', R, 'run')[1] ~= ARGV[1] then
 	return 0
 end
 redis.call('HSET', R, 'run.until', now + tonumber(ARGV[2]))
