@@ -50,6 +50,21 @@ func hourlyRuns() []Run {
 	return runs
 }
 
+// aloneAtStart is the history of the Limits case: slot 11:00, paused from
+// 10:50 to 11:10, run once by r2's catch-up at its restart at 11:20 and
+// killed at 11:22; or, with tick, by r2's tick at 11:00, killed at 11:02.
+func aloneAtStart(tick bool) *History {
+	runs := hourlyRuns()
+	r := run(hourlySpec, 2, at(11, 20).Add(3*time.Millisecond), 2*time.Minute, cron.TriggerCatchUp, 1, crontest.ErrKilled)
+	admin := []AdminOp{{At: at(10, 50), Kind: Pause, Job: "j0"}, {At: at(11, 10), Kind: Resume, Job: "j0"}}
+	if tick {
+		r = run(hourlySpec, 2, at(11, 0), 2*time.Minute, cron.TriggerSchedule, 1, crontest.ErrKilled)
+		admin = nil
+	}
+	runs[1] = r
+	return &History{Runs: runs, Admin: admin}
+}
+
 // TestCheck gives Check histories that break each invariant, and the ones
 // that the protocol allows: it reports the first, and not the second.
 func TestCheck(t *testing.T) {
@@ -202,6 +217,37 @@ func TestCheck(t *testing.T) {
 				runs[1].End, runs[1].Err = at(11, 1), crontest.ErrKilled
 				return &History{Runs: append(runs, run(hourlySpec, 0, at(11, 1).Add(30*time.Second), time.Second, cron.TriggerRetry, 2, nil))}
 			},
+		},
+		{
+			// PROTOCOL.md, Limits: r2 restarts at 11:20 and its start's
+			// catch-up runs 11:00, which the others ticked while paused;
+			// r2 is killed in it and stays down, so nobody looks at 11:00.
+			name: "a catch-up alone at a start, its replica killed", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 80 * time.Minute, Kind: Restart, Replica: 2}, {At: 82 * time.Minute, Kind: Kill, Replica: 2}}
+				return sc
+			},
+			h: func() *History { return aloneAtStart(false) },
+		},
+		{
+			name: "a catch-up alone at a start, its replica back", want: "I4", about: "was not run again",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 80 * time.Minute, Kind: Restart, Replica: 2}, {At: 82 * time.Minute, Kind: Kill, Replica: 2},
+					{At: 82*time.Minute + 30*time.Second, Kind: Restart, Replica: 2}}
+				return sc
+			},
+			h: func() *History { return aloneAtStart(false) },
+		},
+		{
+			name: "a tick's run killed, not at a start", want: "I4", about: "was not run again",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 62 * time.Minute, Kind: Kill, Replica: 2}}
+				return sc
+			},
+			h: func() *History { return aloneAtStart(true) },
 		},
 		{
 			name: "a duration policy's job idle", want: "I4", about: "no run from Mon 10:00:01.000 to Mon 14:00:00.000",

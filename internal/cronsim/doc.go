@@ -69,7 +69,12 @@
 // every key forgets pauses, requests and slots (I1, I2, I3, I5, I6); a
 // replica whose clock is more than 10 s off, or was stepped, lets slots go
 // (I4, and I2's lease spacing); a killed replica holds the job for its run
-// lease; and nothing is owed while Redis is down or stalled.
+// lease; nothing is owed while Redis is down or stalled; and a slot that
+// only one replica's start claimed (its catch-up, or its late tick of a
+// slot the others ticked before Redis lost the record or while the job
+// was paused) gets no retry if that replica is killed in the run and does
+// not start again meanwhile, since no other replica has a look planned at
+// it (I4; cron/PROTOCOL.md, Limits).
 //
 // # Running it
 //
