@@ -2,6 +2,7 @@ package cron
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -308,46 +309,15 @@ func (a Admin) Jobs(ctx context.Context) ([]JobStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	scan := func(ctx context.Context, node redisscript.Client) error {
-		cursor := uint64(0)
-		for {
-			cmd := redis.NewScanCmd(ctx, nil, "scan", cursor, "match", recordPrefix+"*", "count", 1000)
-			if err := redisscript.Process(ctx, node, cmd); err != nil {
-				return err
-			}
-			keys, next := cmd.Val()
-			for _, k := range keys {
-				if name, ok := nameOfRecord(k); ok {
-					names = append(names, name)
-				}
-			}
-			if next == 0 {
-				return nil
-			}
-			cursor = next
-		}
-	}
-	var mu sync.Mutex // the masters or shards are scanned concurrently
-	each := func(ctx context.Context, node *redis.Client) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return scan(ctx, node)
-	}
-	switch cl := c.(type) {
-	case interface {
-		ForEachMaster(context.Context, func(context.Context, *redis.Client) error) error
-	}:
-		err = cl.ForEachMaster(ctx, each) // a Cluster
-	case interface {
-		ForEachShard(context.Context, func(context.Context, *redis.Client) error) error
-	}:
-		err = cl.ForEachShard(ctx, each) // a Ring
-	default:
-		err = scan(ctx, c)
-	}
+	keys, err := scanKeys(ctx, c, recordPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("cron: listing the job records: %w", err)
+	}
+	var names []string
+	for _, k := range keys {
+		if name, ok := nameOfRecord(k); ok {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -454,4 +424,93 @@ func msTime(s string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
+}
+
+// scanKeys returns the keys that match pattern on every master of a Redis
+// Cluster, every shard of a Ring, or the one server of another client.
+func scanKeys(ctx context.Context, c redisscript.Client, pattern string) ([]string, error) {
+	var out []string
+	scan := func(ctx context.Context, node redisscript.Client) error {
+		cursor := uint64(0)
+		for {
+			cmd := redis.NewScanCmd(ctx, nil, "scan", cursor, "match", pattern, "count", 1000)
+			if err := redisscript.Process(ctx, node, cmd); err != nil {
+				return err
+			}
+			keys, next := cmd.Val()
+			out = append(out, keys...)
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	var mu sync.Mutex // the masters or shards are scanned concurrently
+	each := func(ctx context.Context, node *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return scan(ctx, node)
+	}
+	var err error
+	switch cl := c.(type) {
+	case interface {
+		ForEachMaster(context.Context, func(context.Context, *redis.Client) error) error
+	}:
+		err = cl.ForEachMaster(ctx, each) // a Cluster
+	case interface {
+		ForEachShard(context.Context, func(context.Context, *redis.Client) error) error
+	}:
+		err = cl.ForEachShard(ctx, each) // a Ring
+	default:
+		err = scan(ctx, c)
+	}
+	return out, err
+}
+
+// ReplicaStatus is a runtime with leased jobs, as the replica registry
+// holds it: each such runtime beats in the registry of its group, the
+// runtimes that run the same leased jobs on one Redis, every quarter of
+// its shortest leased interval (from a second to a minute), and counts as
+// live for three beats.
+type ReplicaStatus struct {
+	// Name is the replica's name (see [WithReplica]).
+	Name string `json:"name"`
+	// Group names the replica's group: runtimes with the same leased
+	// jobs share it.
+	Group string `json:"group"`
+	// LiveUntil is when the replica stops counting as live unless it
+	// beats again, by its own clock.
+	LiveUntil time.Time `json:"liveUntil"`
+}
+
+// Replicas returns the live replicas of every group, by group and name.
+// A runtime that shut down takes itself out at once; one that died drops
+// out after three beats.
+func (a Admin) Replicas(ctx context.Context) ([]ReplicaStatus, error) {
+	c, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	keys, err := scanKeys(ctx, c, replicasPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("cron: listing the replica registries: %w", err)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	var out []ReplicaStatus
+	for _, k := range keys {
+		cmd := redis.NewZSliceCmd(ctx, "zrangebyscore", k, now, "+inf", "withscores")
+		if err := redisscript.Process(ctx, c, cmd); err != nil {
+			return nil, fmt.Errorf("cron: reading the replica registry %s: %w", k, err)
+		}
+		for _, z := range cmd.Val() {
+			name, _ := z.Member.(string)
+			out = append(out, ReplicaStatus{Name: name, Group: groupOf(k), LiveUntil: time.UnixMilli(int64(z.Score))})
+		}
+	}
+	slices.SortFunc(out, func(a, b ReplicaStatus) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Name, b.Name))
+	})
+	return out, nil
 }

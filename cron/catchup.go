@@ -81,8 +81,9 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 	}
 	if !r.watchingSkew {
 		r.watchingSkew = true
-		r.listenersRunning++
+		r.listenersRunning += 2
 		go r.watchSkew(r.lctx)
+		go r.beat(r.lctx)
 	}
 }
 

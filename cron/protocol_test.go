@@ -467,6 +467,23 @@ func (h deadClient) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
+// noRegistry fails the replica registry's beats on a client, so that its replica never knows the live replicas and claims at
+// every tick, as one does before its first beat (replicas.go).
+type noRegistry struct{}
+
+func (noRegistry) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (noRegistry) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (noRegistry) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if cmd.Name() == "zadd" { // a beat, not the connection's handshake
+				return errors.New("no registry")
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
 // TestProtocolDeadRunLeaseWarned kills replica a's Redis in the middle of
 // its run of a per-second job (its run lease, 3s, outlasts the next
 // slots' ticks): replica b skips those slots with a Warn giving
@@ -577,9 +594,12 @@ func TestProtocolFollowUpOfTheNewerSlot(t *testing.T) {
 		t.Fatalf("the startup run was %s's, want a's", s0.replica)
 	}
 	// b ticks each slot 300 ms after a, so a wins S1, and b's tick finds
-	// its run going.
+	// its run going: b claims at each tick, knowing no registry (a replica
+	// that does not own a slot would look at it only 1 s after its tick).
 	ticked := make(chan cron.Tick, 10)
-	rtb, err := cron.Start([]cron.Job{job("b", lock.NewDb(srv.Client(t)), 0)}, cron.WithReplica("b"), cron.WithLogger(quiet),
+	cb := srv.Client(t)
+	cb.AddHook(noRegistry{})
+	rtb, err := cron.Start([]cron.Job{job("b", lock.NewDb(cb), 0)}, cron.WithReplica("b"), cron.WithLogger(quiet),
 		cron.WithClock(func() time.Time { return time.Now().Add(-300 * time.Millisecond) }),
 		cron.WithObserver(cron.Observer{RunSkipped: func(tk cron.Tick, reason string, _ error) {
 			if reason == cron.ReasonRunning {

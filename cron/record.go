@@ -104,6 +104,10 @@ type jobState struct {
 	retryAt   time.Time
 	retrySlot interval.Slot
 
+	// group is the registry of the replicas that run the job with this
+	// one, as the last beat read it (replicas.go); nil until then.
+	group atomic.Pointer[replicaGroup]
+
 	// helloing is set while an announcement of the job waits to be sent
 	// again after Redis did not answer (see helloAfterError).
 	helloing atomic.Bool

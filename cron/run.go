@@ -158,7 +158,19 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		}
 		return nil, true
 	}
-	c, err := s.claim(ctx, a.mode, t, a.next, a.slot)
+	var c claimed
+	claim := true
+	var err error
+	if a.mode == modeTick && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()) {
+		// E13: another replica owns the slot; look whether it claimed it.
+		var ok bool
+		if c, claim, ok, err = r.lookFirst(ctx, a, s); !ok {
+			return nil, false
+		}
+	}
+	if claim && err == nil {
+		c, err = s.claim(ctx, a.mode, t, a.next, a.slot)
+	}
 	if err != nil {
 		r.admissionFailed(ctx, ad, t, err)
 		r.lookAgainAfterError(a)
@@ -178,6 +190,12 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	t.Attempt, t.Trigger = c.attempt, c.trigger
 	a.slot = c.slot
 	return c.run, true
+}
+
+// slotKey returns the key of t's Cron slot.
+func slotKey(t *Tick) string {
+	k, _ := t.Slot.Key()
+	return k
 }
 
 // processHeld runs a leased job's Process under its run lease, which

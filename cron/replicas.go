@@ -1,0 +1,378 @@
+package cron
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
+)
+
+// This file holds the replica registry and the owner of a Cron slot
+// (PROTOCOL.md, "Owners and looks"). Every runtime with leased jobs beats
+// in a sorted set per group of replicas (the runtimes that run the same
+// leased jobs on one Redis), a few commands per replica per period
+// whatever its number of jobs. From the live replicas it reads there, a
+// replica picks the owner of each Cron slot by rendezvous hashing: the
+// owner claims the slot at its tick (E1), the others only look at the
+// record a grace period later (E13), without writing, and claim only if
+// the owner did not.
+
+// replicasPrefix begins the key of a group's registry: a sorted set of
+// the replicas' names, each scored by the millisecond (of its own clock)
+// until which it counts as live.
+const replicasPrefix = "@@wakuwaku-cron:replicas:"
+
+// The bounds of a registry's beat period: a quarter of the group's
+// shortest leased interval within them. A replica counts as live for
+// liveBeats periods after its last beat.
+const (
+	minBeat   = time.Second
+	maxBeat   = time.Minute
+	liveBeats = 3
+)
+
+// beatTimeout bounds one beat, and the farewell at Shutdown.
+const beatTimeout = 2 * time.Second
+
+// replicaGroup is one group's registry as this replica last read it.
+type replicaGroup struct {
+	key  string
+	live atomic.Pointer[liveView]
+}
+
+// liveView is the live replicas of a group, sorted, and until when the
+// reading holds (a beat period and a half after it; then every replica
+// claims at its ticks again until a beat gets through).
+type liveView struct {
+	replicas []string
+	until    time.Time
+}
+
+// groupKey returns the registry key of the group of replicas that run the
+// leased jobs names (sorted) on one Redis.
+func groupKey(names []string) string {
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	return replicasPrefix + "{" + hex.EncodeToString(h.Sum(nil)[:8]) + "}"
+}
+
+// owns reports whether this replica, named replica, claims Cron slot
+// slotKey of the job whose lease is name at its tick: it does when it is
+// the slot's owner among the live replicas, and when it does not know
+// them (no beat answered lately, or it is not among them).
+func (g *replicaGroup) owns(replica, name, slotKey string, now time.Time) bool {
+	if g == nil {
+		return true
+	}
+	v := g.live.Load()
+	if v == nil || now.After(v.until) || len(v.replicas) < 2 {
+		return true
+	}
+	if _, mine := slices.BinarySearch(v.replicas, replica); !mine {
+		return true
+	}
+	return owner(v.replicas, name, slotKey) == replica
+}
+
+// owner returns the replica of replicas that owns slot slotKey of the job
+// whose lease is name: the one whose hash with the two is highest
+// (rendezvous hashing), so that a replica that joins or leaves moves only
+// its share of the slots.
+func owner(replicas []string, name, slotKey string) string {
+	var best string
+	var top uint64
+	for i, r := range replicas {
+		h := fnv.New64a()
+		h.Write([]byte(r))
+		h.Write([]byte{0})
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write([]byte(slotKey))
+		if v := mix(h.Sum64()); i == 0 || v > top {
+			best, top = r, v
+		}
+	}
+	return best
+}
+
+// mix spreads a hash's bits (the finalizer of SplitMix64), since FNV's
+// top bits barely change with a name's last bytes.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// lookGrace is how long after its tick a replica that does not own a Cron
+// slot looks whether the owner claimed it: a tenth of the interval, from
+// 50 ms to 2 s, so that an owner whose tick came a little late still
+// claims first.
+func lookGrace(base time.Duration) time.Duration {
+	return min(max(base/10, 50*time.Millisecond), 2*time.Second)
+}
+
+// beatPeriod is how often a replica beats in its groups: a quarter of the
+// shortest interval of its leased jobs, from minBeat to maxBeat.
+func (r *Runtime) beatPeriod() time.Duration {
+	p := maxBeat
+	for _, e := range r.leased {
+		p = min(p, e.admit.state.base/4)
+	}
+	return max(p, minBeat)
+}
+
+// groupClient is a client and the leased jobs whose records it keeps.
+type groupClient struct {
+	c     redisscript.Client
+	names []string
+	jobs  []*jobState
+}
+
+// groups returns the leased jobs by client. r.mu is held.
+func (r *Runtime) groups() []*groupClient {
+	var out []*groupClient
+	byClient := make(map[any]*groupClient)
+	for name, e := range r.leased {
+		s := e.admit.state
+		var key any = s
+		if reflect.TypeOf(s.c).Comparable() {
+			key = s.c
+		}
+		g := byClient[key]
+		if g == nil {
+			g = &groupClient{c: s.c}
+			byClient[key] = g
+			out = append(out, g)
+		}
+		g.names = append(g.names, name)
+		g.jobs = append(g.jobs, s)
+	}
+	for _, g := range out {
+		slices.Sort(g.names)
+	}
+	return out
+}
+
+// beat keeps this replica in its groups' registries until Shutdown, every
+// beatPeriod, and gives each leased job its group's live replicas; at
+// Shutdown it takes the replica out of them, so that its slots' owners
+// change at once.
+func (r *Runtime) beat(ctx context.Context) {
+	defer r.listenerEnded()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	mine := make(map[string]redisscript.Client) // the registries this replica is in
+	for {
+		select {
+		case <-timer.C:
+		case <-r.stop:
+			r.farewell(mine)
+			return
+		}
+		r.mu.Lock()
+		period := r.beatPeriod()
+		groups := r.groups()
+		r.mu.Unlock()
+		keep := make(map[string]bool, len(groups))
+		for _, g := range groups {
+			key := groupKey(g.names)
+			keep[key] = true
+			mine[key] = g.c
+			cctx, cancel := context.WithTimeout(ctx, beatTimeout)
+			live, err := beatOnce(cctx, g.c, key, r.replica, r.now(), period)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					r.farewell(mine)
+					return
+				}
+				r.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not beat in its replica registry", slog.Any("error", err))
+			}
+			var v *liveView
+			if err == nil {
+				v = &liveView{replicas: live, until: r.now().Add(period + period/2)}
+			}
+			r.mu.Lock()
+			for _, s := range g.jobs {
+				grp := s.group.Load()
+				if grp == nil || grp.key != key {
+					grp = &replicaGroup{key: key}
+					s.group.Store(grp)
+				}
+				if v != nil {
+					grp.live.Store(v)
+				}
+			}
+			r.mu.Unlock()
+		}
+		for key, c := range mine {
+			if !keep[key] {
+				delete(mine, key) // the job set changed: leave the old group
+				r.leave(ctx, c, key)
+			}
+		}
+		timer.Reset(period)
+	}
+}
+
+// beatOnce adds replica to the registry key as live for liveBeats
+// periods from now, drops the replicas whose time ran out, and returns
+// the live ones, sorted: one round trip on a client that pipelines.
+func beatOnce(ctx context.Context, c redisscript.Client, key, replica string, now time.Time, period time.Duration) ([]string, error) {
+	ms := now.UnixMilli()
+	until := ms + (liveBeats * period).Milliseconds()
+	cmds := []redis.Cmder{
+		redis.NewIntCmd(ctx, "zadd", key, until, replica),
+		redis.NewIntCmd(ctx, "zremrangebyscore", key, "-inf", "("+strconv.FormatInt(ms, 10)),
+		redis.NewBoolCmd(ctx, "pexpire", key, (2 * liveBeats * period).Milliseconds()),
+	}
+	live := redis.NewStringSliceCmd(ctx, "zrange", key, ms, "+inf", "byscore")
+	cmds = append(cmds, live)
+	if err := pipelined(ctx, c, cmds); err != nil {
+		return nil, err
+	}
+	out := live.Val()
+	slices.Sort(out)
+	return out, nil
+}
+
+// pipelined sends cmds in one round trip if c pipelines (every go-redis
+// client does), else one by one, and returns the first error.
+func pipelined(ctx context.Context, c redisscript.Client, cmds []redis.Cmder) error {
+	if p, ok := c.(interface {
+		Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	}); ok {
+		_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, cmd := range cmds {
+				_ = pipe.Process(ctx, cmd)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, cmd := range cmds {
+		if err := redisscript.Process(ctx, c, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// farewell takes this replica out of its registries at Shutdown, bounded
+// by beatTimeout (and by Shutdown's ctx, which stops waiting for it).
+func (r *Runtime) farewell(mine map[string]redisscript.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), beatTimeout)
+	defer cancel()
+	for key, c := range mine {
+		r.leave(ctx, c, key)
+	}
+}
+
+// leave takes this replica out of registry key.
+func (r *Runtime) leave(ctx context.Context, c redisscript.Client, key string) {
+	if err := redisscript.Process(ctx, c, redis.NewIntCmd(ctx, "zrem", key, r.replica)); err != nil {
+		r.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not leave its replica registry", slog.Any("error", err))
+	}
+}
+
+// groupOf returns the group id of a registry key: its hash tag.
+func groupOf(key string) string {
+	g, _ := strings.CutPrefix(key, replicasPrefix)
+	return strings.Trim(g, "{}")
+}
+
+// lookFirst is E13 for the tick a that this replica does not own: it
+// waits lookGrace after the tick, then reads whether the slot's owner
+// claimed it. It returns the look's answer, or claim true if the replica
+// must claim the slot itself (PROTOCOL.md, E13), or ok false if Shutdown
+// came first.
+func (r *Runtime) lookFirst(ctx context.Context, a *runArgs, s *jobState) (c claimed, claim, ok bool, err error) {
+	timer := time.NewTimer(lookGrace(s.base))
+	select {
+	case <-timer.C:
+	case <-r.stop:
+		timer.Stop()
+		return claimed{}, false, false, nil
+	case <-ctx.Done():
+		timer.Stop()
+		return claimed{}, false, false, nil
+	}
+	c, claim, err = s.look(ctx, &a.tick)
+	return c, claim, true, err
+}
+
+// look reads whether Cron slot t.Slot was claimed, for E13: with one
+// attempt a slot, its id and the pause; with more, also its state and the
+// slot of the run in progress, and when that run's lease ends. It writes
+// nothing. claim is true when the owner did not claim it (it is not the
+// record's slot, and the job is not paused) or when it waits for another
+// attempt: the claim script then decides, as for any tick.
+func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, err error) {
+	slot, _ := t.Slot.Key()
+	fields := []any{"hmget", s.keys[0], "slot", "paused"}
+	if s.attempts > 1 {
+		fields = append(fields, "slot.state", "run.slot", "run.until")
+	}
+	cmd := redis.NewSliceCmd(ctx, fields...)
+	if err := redisscript.Process(ctx, s.c, cmd); err != nil {
+		return claimed{}, false, fmt.Errorf("cron: looking at the record of %q: %w", s.name, err)
+	}
+	v := cmd.Val()
+	str := func(i int) string {
+		if i < len(v) {
+			if x, ok := v[i].(string); ok {
+				return x
+			}
+		}
+		return ""
+	}
+	c.slot = slot
+	switch {
+	case str(0) != slot:
+		if str(1) != "" {
+			c.reason = ReasonPaused // R3
+			return c, false, nil
+		}
+		return c, true, nil // the owner did not claim it: take over (E1)
+	case s.attempts == 1:
+		c.reason = ReasonLeaseHeld // R7, or R1 with one attempt
+	case str(3) == slot:
+		// R1: its run goes on; with attempts left, look again when its
+		// lease ends (E3), in case it fails.
+		until, _ := strconv.ParseInt(str(4), 10, 64)
+		c.reason, c.follow = ReasonRunning, true
+		c.wait = max(time.Until(time.UnixMilli(until)), time.Millisecond)
+	case str(2) == "open":
+		return c, true, nil // R5 or R6: the claim script says which
+	case str(2) == "failed":
+		c.reason = ReasonAttemptsUsedUp // R8
+	default:
+		c.reason = ReasonLeaseHeld // R7
+	}
+	return c, false, nil
+}
