@@ -183,6 +183,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 			}
 		}
 	}
+	// Below the jobs, the live replicas from the registry.
+	reps := within(t, ctx, "read the live replicas", chromedp.Text(chromedp.CSS(`section.replicas`)))
+	if !strings.Contains(reps, "Live replicas") || !strings.Contains(reps, "replica-") || !strings.Contains(reps, "in ") {
+		t.Errorf("the live replicas = %q, want the service's replica, live for a while more", reps)
+	}
 	shot(t, ctx, "before-pause.png")
 
 	res, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`tr[data-job="hourly-report"] button[value="pause"]`)))

@@ -92,10 +92,28 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, rest []string, asJS
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Job), slot, replica, outcome, took, running, paused, next, failure)
 	}
-	if err := w.Flush(); err != nil || len(rest) != 1 {
+	if err := w.Flush(); err != nil {
 		return err
 	}
-	return printHistory(t.out, jobs[0])
+	if len(rest) == 1 {
+		return printHistory(t.out, jobs[0])
+	}
+	return printReplicas(ctx, t, admin)
+}
+
+// printReplicas lists the live replicas after the jobs' table, by group.
+func printReplicas(ctx context.Context, t *tool, admin cron.Admin) error {
+	reps, err := admin.Replicas(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(t.out, "\n%s live:\n", plural(len(reps), "replica"))
+	w := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "REPLICA\tGROUP\tLIVE UNTIL")
+	for _, r := range reps {
+		fmt.Fprintf(w, "%s\t%s\t%s (%s)\n", printable(r.Name), r.Group, clock(r.LiveUntil), relative(time.Until(r.LiveUntil)))
+	}
+	return w.Flush()
 }
 
 // failureWidth is how many characters of the last failure's error the

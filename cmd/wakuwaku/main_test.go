@@ -68,10 +68,16 @@ func TestStatusPauseResumeRun(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	table, reps, _ := strings.Cut(strings.TrimSpace(out), "\n\n")
+	lines := strings.Split(table, "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "JOB") || !strings.HasPrefix(lines[1], "hourly-report") ||
 		!strings.Contains(lines[1], "replica-") || !strings.Contains(lines[1], " ok ") || !strings.Contains(lines[1], "(in ") {
 		t.Errorf("status:\n%s\nwant a header and hourly-report's row: a replica, ok, next due in about an hour", out)
+	}
+	// Then the live replicas, from the registry: the three runtimes.
+	if lines := strings.Split(reps, "\n"); len(lines) != 5 || lines[0] != "3 replicas live:" || !strings.HasPrefix(lines[1], "REPLICA") ||
+		!strings.HasPrefix(lines[2], "replica-1 ") || !strings.HasPrefix(lines[4], "replica-3 ") {
+		t.Errorf("status:\n%s\nwant the three replicas live after the jobs", out)
 	}
 
 	for _, step := range []struct {

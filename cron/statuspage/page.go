@@ -43,9 +43,23 @@ type page struct {
 	One          string // the one job shown, if narrowed to one
 	Done         string // what a form just did
 	Jobs         []row
+	Replicas     []replicaRow // the live replicas, on the page of every job
 	Error        string // instead of the jobs
 	Status       string // the HTTP status, with Error
 	Unavailable  bool   // Error is Redis's: the page recovers by itself
+}
+
+// replicaRow is a live replica, as the page shows it.
+type replicaRow struct {
+	Name, Group, Until string
+}
+
+func replicaRows(reps []cron.ReplicaStatus, now time.Time) []replicaRow {
+	out := make([]replicaRow, 0, len(reps))
+	for _, r := range reps {
+		out = append(out, replicaRow{Name: r.Name, Group: r.Group, Until: relative(r.LiveUntil, now)})
+	}
+	return out
 }
 
 // newPage returns the page's frame for r: everything but its content.

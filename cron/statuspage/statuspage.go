@@ -152,6 +152,14 @@ func (h *Handler) show(w http.ResponseWriter, r *http.Request) {
 	p := h.newPage(w, r)
 	p.Jobs = rows(jobs, p.Now)
 	p.One = one
+	if one == "" {
+		reps, err := h.admin.Replicas(r.Context())
+		if err != nil {
+			h.fail(w, r, statusOf(err), err)
+			return
+		}
+		p.Replicas = replicaRows(reps, p.Now)
+	}
 	if action, job := q.Get(paramDone), q.Get(paramOn); job != "" && h.actions && signedNotice(r, action, job, q.Get(paramSig)) {
 		p.Done = doneText(action, job)
 	}

@@ -120,6 +120,13 @@ func TestPageListsJobs(t *testing.T) {
 			t.Errorf("the page without actions has %q:\n%s", unwanted, page)
 		}
 	}
+	// The live replicas, from the registry: the one runtime.
+	if want := `<h2>Live replicas <span class="sub">1</span></h2>`; !strings.Contains(page, want) {
+		t.Errorf("the page lacks %s:\n%s", want, page)
+	}
+	if want := `<tr data-replica="replica-1"><td class="replica">replica-1</td>`; !strings.Contains(page, want) {
+		t.Errorf("the page lacks the live replica, %s", want)
+	}
 	if want := `<meta http-equiv="refresh" content="5; url=?">`; !strings.Contains(page, want) {
 		t.Errorf("the page lacks %s", want)
 	}
