@@ -47,6 +47,16 @@ import (
 // records its outcome. So a run costs two round trips, plus one per third
 // of the run lease while it runs.
 //
+// Of the replicas that tick a Cron slot, only its owner claims it at once:
+// every runtime with leased jobs beats in a registry of the live replicas
+// that run the same leased jobs ([Admin.Replicas]), and a hash of the job
+// and the slot picks one of them. The others read the record a grace
+// period after their tick (a tenth of the interval, from 50 ms to 2 s),
+// one HMGET that writes nothing, and claim the slot only if the owner did
+// not (it died, or its tick came late): such a slot starts a grace period
+// late, and still once. A replica that does not know the live replicas
+// claims at each tick.
+//
 // A tick that finds its slot's run in progress on another replica is
 // skipped with [ReasonRunning]; one that finds its slot run already, with
 // [ReasonLeaseHeld]; one that comes while the job is paused, with
