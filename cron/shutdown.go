@@ -18,7 +18,8 @@ var ErrShutdown = errors.New("cron: shut down")
 // [ErrShutdown] and returns ctx.Err() without waiting further; a job that
 // honours its context returns soon after. The same holds for a leased
 // job's calls to Redis that Shutdown waits for (a start's announcement, a
-// clock check), which a Redis that stopped answering can hold up. To wait
+// clock check, leaving the replica registry), which a Redis that stopped
+// answering can hold up. To wait
 // for those runs and calls too, call Shutdown again with a new context.
 //
 // Shutdown is safe to call more than once and from several goroutines; each

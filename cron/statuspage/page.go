@@ -44,9 +44,9 @@ type page struct {
 	Done         string // what a form just did
 	Jobs         []row
 	Replicas     []replicaRow // the live replicas, on the page of every job
-	Error        string // instead of the jobs
-	Status       string // the HTTP status, with Error
-	Unavailable  bool   // Error is Redis's: the page recovers by itself
+	Error        string       // instead of the jobs
+	Status       string       // the HTTP status, with Error
+	Unavailable  bool         // Error is Redis's: the page recovers by itself
 }
 
 // replicaRow is a live replica, as the page shows it.
