@@ -93,6 +93,13 @@ type Cluster struct {
 	// Server is every command the server counted in the window, scripts'
 	// own commands too: its calls and µs.
 	Server map[string][2]float64 `json:"server"`
+	// LookUS is the server's time for one look of ours (E13: an HMGET of
+	// two fields of a record, which writes nothing), measured on the
+	// window's records after it: the scripts send HMGETs too, so the
+	// window's HMGET time is not the looks' alone. ServerUS counts the
+	// looks at this cost, and every other command that the clients and
+	// the scripts both send at its average cost.
+	LookUS float64 `json:"look_us,omitempty"`
 	// RedisCPUS is the server's CPU time in the window, user and system.
 	RedisCPUS float64 `json:"redis_cpu_s"`
 	// LateP50 and LateP99 are how late the window's runs began after their

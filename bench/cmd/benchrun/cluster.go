@@ -88,7 +88,7 @@ func renderCluster(w *bytes.Buffer, dir string, info runInfo) {
 	pf("after a warm-up the server's statistics are reset and the window lasts %s. ", info.ClusterFor)
 	pf("Ours runs `cron.Leased` jobs with the built-in lease; gocron v2 runs `CronJob(\"* * * * * *\", true)` jobs with a distributed locker on redsync, as gocron's Redis locker is (one try, released after the run, so a replica that ticks after the run ended runs the slot again); ")
 	pf("the bare lease is one `SET <job>:<second> NX PX 2000` per replica per tick, never released: the floor of what a once-per-slot decision costs. ")
-	pf("Server µs is INFO commandstats' `usec` of the commands the clients sent (a script's own commands are inside its time), over the job-slots due; commands likewise; Redis CPU is the server's user + system time over the window. ")
+	pf("Server µs is INFO commandstats' `usec` of the commands the clients sent (a script's own commands are inside its time), over the job-slots due; a command that the scripts send too is counted at its average cost, and ours' looks (a replica that does not own a slot reads the record with one `HMGET`, as the scripts do) at their own cost, measured on the window's records after it; commands likewise; Redis CPU is the server's user + system time over the window. ")
 	pf("Once, twice and missed count job-slots, all replicas together. Late is a run's start after its second.\n\n")
 	pf("| scheduler | replicas | server µs / job-slot | commands / job-slot | Redis CPU (cores) | once | twice | missed | late p50 ms | late p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range replicas {
@@ -110,6 +110,15 @@ func renderCluster(w *bytes.Buffer, dir string, info runInfo) {
 				c.ServerUS/slots, float64(cmds)/slots, c.RedisCPUS/max(c.For, 1),
 				thousands(c.Once), thousands(c.Twice), thousands(c.Missed), c.LateP50/1e3, c.LateP99/1e3)
 		}
+	}
+	var looks []string
+	for _, n := range replicas {
+		if c, ok := res["ours/"+strconv.Itoa(n)]; ok && c.LookUS > 0 {
+			looks = append(looks, fmt.Sprintf("%.2f µs at %d replicas", c.LookUS, n))
+		}
+	}
+	if len(looks) > 0 {
+		pf("\nA look of ours cost the server %s.\n", strings.Join(looks, ", "))
 	}
 	pf("\n")
 }

@@ -14,7 +14,10 @@
 //
 // It prints one JSON object (cronresult.Cluster): the server's time per job-slot
 // as INFO commandstats counts it for the commands the clients sent (a
-// script's own commands are inside its time), the commands the clients
+// script's own commands are inside its time; a command that the scripts
+// send too is counted at its average cost, and ours' looks, HMGETs like
+// the scripts', at their own cost, measured on the records after the
+// window), the commands the clients
 // sent per job-slot, the server's CPU, the slots of the window that ran
 // once, twice or not at all, and how late the runs began.
 package main
@@ -187,10 +190,25 @@ func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster
 	}
 	res := &cronresult.Cluster{Lib: lib, Replicas: replicas, Jobs: jobs, For: float64(secs), Slots: int64(jobs * secs),
 		Commands: map[string]int64{}, Server: stats, RedisCPUS: cpu1 - cpu0}
+	if lib == "ours" && sent.n["hmget"] > 0 {
+		if res.LookUS, err = lookCost(ctx, srv, jobs); err != nil {
+			return nil, err
+		}
+	}
 	sent.mu.Lock()
 	for name, n := range sent.n {
 		res.Commands[name] = n
-		res.ServerUS += stats[name][1]
+		st := stats[name]
+		switch {
+		case name == "hmget" && res.LookUS > 0:
+			res.ServerUS += float64(n) * res.LookUS // the looks alone
+		case float64(n) < st[0]:
+			// The scripts call it too: count the clients' calls at the
+			// average cost.
+			res.ServerUS += float64(n) * st[1] / st[0]
+		default:
+			res.ServerUS += st[1]
+		}
 	}
 	sent.mu.Unlock()
 	for i := range t.runs {
@@ -207,6 +225,35 @@ func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster
 	slices.Sort(late)
 	res.LateP50, res.LateP99 = quantile(late, 0.5), quantile(late, 0.99)
 	return res, nil
+}
+
+// lookCost returns the server's µs for one look of ours at a job's
+// record, as the runtime sends it (HMGET record slot paused), over the
+// records the window left: 20 rounds over the jobs, after a reset of the
+// server's statistics.
+func lookCost(ctx context.Context, srv *bench.Server, jobs int) (float64, error) {
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		return 0, err
+	}
+	for range 20 {
+		pipe := c.Pipeline()
+		for i := range jobs {
+			pipe.HMGet(ctx, "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:job-"+strconv.Itoa(i)+"}", "slot", "paused")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, err
+		}
+	}
+	stats, err := commandStats(ctx, srv)
+	if err != nil {
+		return 0, err
+	}
+	if st := stats["hmget"]; st[0] > 0 {
+		return st[1] / st[0], nil
+	}
+	return 0, errors.New("no HMGET counted")
 }
 
 // commandStats returns the server's calls and time (µs) per command, from
