@@ -179,6 +179,7 @@ func (r *Runtime) beat(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	mine := make(map[string]redisscript.Client) // the registries this replica is in
+	failing := false                            // the last beat failed: warned once
 	for {
 		select {
 		case <-timer.C:
@@ -198,12 +199,22 @@ func (r *Runtime) beat(ctx context.Context) {
 			cctx, cancel := context.WithTimeout(ctx, beatTimeout)
 			live, err := beatOnce(cctx, g.c, key, r.replica, r.now(), period)
 			cancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					r.farewell(mine)
-					return
-				}
+			switch {
+			case err != nil && ctx.Err() != nil:
+				r.farewell(mine)
+				return
+			case err != nil && !failing:
+				// Once per outage: a Redis that refuses the registry's
+				// commands (an ACL without them) leaves every replica
+				// claiming at each tick, which works and costs more.
+				failing = true
+				r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime could not beat in its replica registry; it claims every slot at its tick until it can",
+					slog.Any("error", err))
+			case err != nil:
 				r.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not beat in its replica registry", slog.Any("error", err))
+			case failing:
+				failing = false
+				r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime beats in its replica registry again")
 			}
 			var v *liveView
 			if err == nil {

@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -229,4 +230,32 @@ func TestOwnerGoneTakenOver(t *testing.T) {
 		t.Fatal("no slot of the window was a ghost's: the test proved nothing; lengthen it")
 	}
 	t.Logf("%d of the slots were the ghosts'", ghosts)
+}
+
+// TestBeatRefusedWarnsOnce: a Redis user whose ACL lacks the registry's
+// commands refuses every beat; the runtime warns once, not at every beat
+// (one a second here), and its replica claims at each tick meanwhile.
+func TestBeatRefusedWarnsOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.SetUser(t, "noregistry", "on", ">secret", "~*", "&*", "+@all", "-zadd")
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "noregistry", Password: "secret"})
+	t.Cleanup(func() { c.Close() })
+	var log records
+	rec := newJobLog()
+	job := &leasedJob{
+		testJob: testJob{name: "each-second", every: interval.MustCron("* * * * * *"), process: rec.work("r0", nil)},
+		lease:   cron.LeaseConfig{Db: lock.NewDb(c)},
+	}
+	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("r0"), cron.WithLogger(slog.New(&log)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	time.Sleep(3500 * time.Millisecond) // four beats
+	if n := len(log.find("cron runtime could not beat in its replica registry; it claims every slot at its tick until it can")); n != 1 {
+		t.Errorf("%d warnings of the refused beats, want 1", n)
+	}
+	if runs, _ := rec.all(); len(runs) < 3 {
+		t.Errorf("%d runs in 3.5s, want the ticks claimed meanwhile", len(runs))
+	}
 }

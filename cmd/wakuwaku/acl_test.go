@@ -457,6 +457,14 @@ func TestACLWithoutTheRule(t *testing.T) {
 		if recs := log.find(slog.LevelError, "admission failed", "NOPERM"); len(recs) == 0 {
 			t.Errorf("no error record of the failed admission with NOPERM; records: %v", log.find(slog.LevelDebug))
 		}
+		// The replica registry's beat is refused too, with a warning.
+		deadline := time.Now().Add(3 * time.Second)
+		for len(log.find(slog.LevelWarn, "could not beat")) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if recs := log.find(slog.LevelWarn, "could not beat in its replica registry", "NOPERM"); len(recs) != 1 {
+			t.Errorf("%d warnings of the refused beat with NOPERM, want 1; records: %v", len(recs), log.find(slog.LevelDebug))
+		}
 	})
 	t.Run("admin", func(t *testing.T) {
 		_, err := cron.NewAdmin(outsider).Status(ctx, "report")
