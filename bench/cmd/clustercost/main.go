@@ -31,6 +31,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,7 +56,19 @@ func main() {
 	replicas := flag.Int("replicas", 3, "replicas of the service, each with its own client")
 	jobs := flag.Int("jobs", 1000, "jobs, each due every second on every replica")
 	dur := flag.Duration("for", 10*time.Second, "how long the window lasts")
+	profile := flag.String("cpuprofile", "", "write this process's CPU profile (the replicas') to this file")
 	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "clustercost:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := run(*lib, *replicas, *jobs, *dur)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clustercost:", err)
