@@ -106,4 +106,7 @@ type Cluster struct {
 	// second, in µs.
 	LateP50 float64 `json:"late_p50_us"`
 	LateP99 float64 `json:"late_p99_us"`
+	// Skips counts ours' skipped ticks in the window, by reason, all
+	// replicas together.
+	Skips map[string]int64 `json:"skips,omitempty"`
 }

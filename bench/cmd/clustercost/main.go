@@ -90,10 +90,12 @@ type tally struct {
 	runs  []atomic.Int32 // job*secs + second
 	late  []int64        // µs, one per run of the window
 	nlate atomic.Int64
+	mu    sync.Mutex
+	skips map[string]int64 // ours' skipped ticks of the window's slots, by reason
 }
 
 func newTally(jobs, secs int, open time.Time) *tally {
-	return &tally{open: open, secs: secs, runs: make([]atomic.Int32, jobs*secs), late: make([]int64, 4*jobs*secs)}
+	return &tally{open: open, secs: secs, runs: make([]atomic.Int32, jobs*secs), late: make([]int64, 4*jobs*secs), skips: map[string]int64{}}
 }
 
 // ran records a run of job for the second slot, begun now.
@@ -106,6 +108,16 @@ func (t *tally) ran(job int, slot time.Time) {
 	if i := t.nlate.Add(1) - 1; i < int64(len(t.late)) {
 		t.late[i] = time.Since(slot).Microseconds()
 	}
+}
+
+// skipped counts a skipped tick of a slot in the window, by reason.
+func (t *tally) skipped(slot time.Time, reason string) {
+	if slot.Before(t.open) || slot.Sub(t.open) >= time.Duration(t.secs)*time.Second {
+		return
+	}
+	t.mu.Lock()
+	t.skips[reason]++
+	t.mu.Unlock()
 }
 
 // counted is what a client sent, by command name.
@@ -234,6 +246,9 @@ func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster
 			res.Twice++
 		}
 	}
+	if len(t.skips) > 0 {
+		res.Skips = t.skips
+	}
 	late := slices.Clone(t.late[:min(t.nlate.Load(), int64(len(t.late)))])
 	slices.Sort(late)
 	res.LateP50, res.LateP99 = quantile(late, 0.5), quantile(late, 0.99)
@@ -338,7 +353,8 @@ func startReplica(lib string, r int, c *redis.Client, jobs int, t *tally) (func(
 			js[i] = &leasedJob{i: i, db: db, t: t}
 		}
 		rt, err := cron.Start(js, cron.WithReplica("replica-"+strconv.Itoa(r)),
-			cron.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			cron.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			cron.WithObserver(cron.Observer{RunSkipped: func(tk cron.Tick, reason string, _ error) { t.skipped(tk.Slot.Start, reason) }}))
 		if err != nil {
 			return nil, err
 		}
