@@ -44,7 +44,7 @@ func StartServer() (*Server, error) {
 	return nil, errors.Join(errs...)
 }
 
-func start(bin string) (*Server, error) {
+func start(bin string, extra ...string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -53,10 +53,11 @@ func start(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin,
+	args := append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--loglevel", "warning")
+		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = redistest.ChildProcAttr() // a crashed benchmark leaves no server behind
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)

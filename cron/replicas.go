@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -179,7 +180,7 @@ func (r *Runtime) beat(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	mine := make(map[string]redisscript.Client) // the registries this replica is in
-	failing := false                            // the last beat failed: warned once
+	failing := false                            // Redis refused the last beat: warned once
 	for {
 		select {
 		case <-timer.C:
@@ -203,10 +204,11 @@ func (r *Runtime) beat(ctx context.Context) {
 			case err != nil && ctx.Err() != nil:
 				r.farewell(mine)
 				return
-			case err != nil && !failing:
-				// Once per outage: a Redis that refuses the registry's
-				// commands (an ACL without them) leaves every replica
-				// claiming at each tick, which works and costs more.
+			case err != nil && !failing && refused(err):
+				// Once: a Redis that refuses the registry's commands (an
+				// ACL without them) leaves every replica claiming at each
+				// tick, which works and costs more. A Redis that does not
+				// answer is the claims' to report (admission failed).
 				failing = true
 				r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime could not beat in its replica registry; it claims every slot at its tick until it can",
 					slog.Any("error", err))
@@ -386,4 +388,11 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		c.reason = ReasonLeaseHeld // R7
 	}
 	return c, false, nil
+}
+
+// refused reports whether err is Redis's own answer (an error reply, such
+// as NOPERM), not a failure to reach it.
+func refused(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
 }

@@ -74,10 +74,13 @@ type Result struct {
 // several replicas running the same jobs, each due every second, against
 // one redis-server.
 type Cluster struct {
-	Lib      string  `json:"lib"`
-	Replicas int     `json:"replicas"`
-	Jobs     int     `json:"jobs"`
-	For      float64 `json:"for_s"`
+	Lib      string `json:"lib"`
+	Replicas int    `json:"replicas"`
+	// Masters is how many masters the Redis Cluster had; 0 for one
+	// redis-server.
+	Masters int     `json:"masters,omitempty"`
+	Jobs    int     `json:"jobs"`
+	For     float64 `json:"for_s"`
 	// Slots is jobs × the whole seconds of the window: the job-slots due.
 	Slots int64 `json:"slots"`
 	// Once, Twice and Missed count the job-slots that ran once, more than

@@ -57,6 +57,7 @@ func main() {
 	jobs := flag.Int("jobs", 1000, "jobs, each due every second on every replica")
 	dur := flag.Duration("for", 10*time.Second, "how long the window lasts")
 	profile := flag.String("cpuprofile", "", "write this process's CPU profile (the replicas') to this file")
+	masters := flag.Int("masters", 0, "run against a Redis Cluster of this many masters (0: one redis-server)")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -69,7 +70,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	res, err := run(*lib, *replicas, *jobs, *dur)
+	res, err := run(*lib, *replicas, *jobs, *dur, *masters)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "clustercost:", err)
 		os.Exit(1)
@@ -155,16 +156,30 @@ func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 	}
 }
 
-func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster, error) {
-	srv, err := bench.StartServer()
-	if err != nil {
-		return nil, err
+func run(lib string, replicas, jobs int, dur time.Duration, masters int) (*cronresult.Cluster, error) {
+	var nodes []*bench.Server
+	newClient := func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: nodes[0].Addr()}) }
+	if masters > 0 {
+		cl, err := bench.StartCluster(masters)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		nodes = cl.Nodes
+		newClient = func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()}) }
+	} else {
+		srv, err := bench.StartServer()
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		nodes = []*bench.Server{srv}
 	}
-	defer srv.Close()
+	srv := servers(nodes)
 	sent := &counted{n: map[string]int64{}}
-	clients := make([]*redis.Client, replicas)
+	clients := make([]redis.UniversalClient, replicas)
 	for i := range clients {
-		clients[i] = redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		clients[i] = newClient()
 		clients[i].AddHook(hook{sent})
 		defer clients[i].Close()
 	}
@@ -213,10 +228,10 @@ func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster
 			return nil, err
 		}
 	}
-	res := &cronresult.Cluster{Lib: lib, Replicas: replicas, Jobs: jobs, For: float64(secs), Slots: int64(jobs * secs),
+	res := &cronresult.Cluster{Lib: lib, Replicas: replicas, Masters: masters, Jobs: jobs, For: float64(secs), Slots: int64(jobs * secs),
 		Commands: map[string]int64{}, Server: stats, RedisCPUS: cpu1 - cpu0}
 	if strings.HasPrefix(lib, "ours") && sent.n["hmget"] > 0 {
-		if res.LookUS, err = lookCost(ctx, srv, jobs); err != nil {
+		if res.LookUS, err = lookCost(ctx, srv, newClient(), jobs); err != nil {
 			return nil, err
 		}
 	}
@@ -259,10 +274,9 @@ func run(lib string, replicas, jobs int, dur time.Duration) (*cronresult.Cluster
 // record, as the runtime sends it (HMGET record slot paused), over the
 // records the window left: 20 rounds over the jobs, after a reset of the
 // server's statistics.
-func lookCost(ctx context.Context, srv *bench.Server, jobs int) (float64, error) {
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+func lookCost(ctx context.Context, srv servers, c redis.UniversalClient, jobs int) (float64, error) {
 	defer c.Close()
-	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+	if _, err := srv.Command(ctx, "CONFIG", "RESETSTAT"); err != nil {
 		return 0, err
 	}
 	for range 20 {
@@ -284,14 +298,55 @@ func lookCost(ctx context.Context, srv *bench.Server, jobs int) (float64, error)
 	return 0, errors.New("no HMGET counted")
 }
 
+// servers are the redis-servers of a run: one, or a cluster's masters.
+type servers []*bench.Server
+
+// Command sends a command to every server, and returns the first's reply.
+func (ss servers) Command(ctx context.Context, args ...string) (string, error) {
+	var first string
+	for i, s := range ss {
+		reply, err := s.Command(ctx, args...)
+		if err != nil {
+			return "", err
+		}
+		if i == 0 {
+			first = reply
+		}
+	}
+	return first, nil
+}
+
+// CPU returns the servers' CPU time, added up.
+func (ss servers) CPU(ctx context.Context) (float64, error) {
+	var total float64
+	for _, s := range ss {
+		c, err := s.CPU(ctx)
+		if err != nil {
+			return 0, err
+		}
+		total += c
+	}
+	return total, nil
+}
+
 // commandStats returns the server's calls and time (µs) per command, from
 // INFO commandstats.
-func commandStats(ctx context.Context, srv *bench.Server) (map[string][2]float64, error) {
-	text, err := srv.Command(ctx, "INFO", "commandstats")
-	if err != nil {
-		return nil, err
-	}
+func commandStats(ctx context.Context, srv servers) (map[string][2]float64, error) {
 	out := map[string][2]float64{}
+	for _, node := range srv {
+		text, err := node.Command(ctx, "INFO", "commandstats")
+		if err != nil {
+			return nil, err
+		}
+		if err := addStats(out, text); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// addStats adds one server's INFO commandstats to out.
+func addStats(out map[string][2]float64, text string) error {
 	for line := range strings.SplitSeq(text, "\r\n") {
 		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
 		if !ok || line == name {
@@ -306,16 +361,17 @@ func commandStats(ctx context.Context, srv *bench.Server) (map[string][2]float64
 			}
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return nil, fmt.Errorf("INFO commandstats line %q: %w", line, err)
+				return fmt.Errorf("INFO commandstats line %q: %w", line, err)
 			}
 			st[i] = f
 		}
 		if name == "info" || name == "config|resetstat" {
 			continue
 		}
-		out[name] = st
+		prev := out[name]
+		out[name] = [2]float64{prev[0] + st[0], prev[1] + st[1]}
 	}
-	return out, nil
+	return nil
 }
 
 func quantile(sorted []int64, q float64) float64 {
@@ -344,7 +400,7 @@ func (j *leasedJob) Process(_ context.Context, tk cron.Tick) error {
 }
 
 // startReplica starts replica r of lib with its jobs over c.
-func startReplica(lib string, r int, c *redis.Client, jobs int, t *tally) (func() error, error) {
+func startReplica(lib string, r int, c redis.UniversalClient, jobs int, t *tally) (func() error, error) {
 	switch lib {
 	case "ours", "ours-ap":
 		db := lock.NewDb(c)
@@ -352,9 +408,16 @@ func startReplica(lib string, r int, c *redis.Client, jobs int, t *tally) (func(
 			// The same, through go-redis's blocking autopipeliner: the
 			// claims, completions and looks that many jobs send at one
 			// instant share round trips.
-			ap, err := c.AutoPipeline()
-			if err != nil {
-				return nil, err
+			var ap *redis.AutoPipeliner
+			var err error
+			switch c := c.(type) {
+			case *redis.Client:
+				ap, err = c.AutoPipeline()
+			case *redis.ClusterClient:
+				ap, err = c.AutoPipeline()
+			}
+			if err != nil || ap == nil {
+				return nil, fmt.Errorf("no autopipeliner: %v", err)
 			}
 			db = lock.NewDb(ap)
 		}
@@ -392,7 +455,7 @@ func startReplica(lib string, r int, c *redis.Client, jobs int, t *tally) (func(
 // startSetNX starts a replica of the bare lease: at every second, each job
 // sends SET <job>:<second> NX PX 2000 and runs if it got the key; the key
 // is never released, so a late replica finds it.
-func startSetNX(r int, c *redis.Client, jobs int, t *tally) func() error {
+func startSetNX(r int, c redis.UniversalClient, jobs int, t *tally) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	token := "replica-" + strconv.Itoa(r)
 	var wg sync.WaitGroup
@@ -422,7 +485,7 @@ func startSetNX(r int, c *redis.Client, jobs int, t *tally) func() error {
 // try at the lock, redsync's default expiry (8 s), released after the run.
 type locker struct{ rs *redsync.Redsync }
 
-func newLocker(c *redis.Client) *locker { return &locker{rs: redsync.New(goredis.NewPool(c))} }
+func newLocker(c redis.UniversalClient) *locker { return &locker{rs: redsync.New(goredis.NewPool(c))} }
 
 var errNotObtained = errors.New("lock not obtained")
 
