@@ -644,7 +644,11 @@ func (c *checker) retried(j *Job, s *slot) {
 		}
 		v := j.Versions[c.version(i, j.Name, due)]
 		next, ok := v.Policy.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
-		has := ok && next.Start.Equal(s.start)
+		// The slot as this release names it, claimable until its lease's
+		// end: a deploy that shortened the interval shortened the claim
+		// window of a slot both schedules share (PROTOCOL.md, Limits;
+		// seed 8009346).
+		has := ok && next.Start.Equal(s.start) && due.Before(next.LeaseEnd(0))
 		owed = owed || has && len(s.runs) < v.Attempts && c.upThrough(i, last.Start, due)
 	}
 	if !owed || c.aloneAtStart(s, last, due) {

@@ -54,7 +54,9 @@
 //     stayed up and Redis kept the record, and no replica up meanwhile ran
 //     a release that gives the slot no more attempts than it had (a
 //     rolling deploy that lowers Attempts closes the slot as failed at
-//     that replica's claim); a duration policy's job is never idle for more than two
+//     that replica's claim), and a replica's release still lets it claim
+//     the slot when the retry is due (a deploy that shortens the interval
+//     shortens the slot's claim window); a duration policy's job is never idle for more than two
 //     intervals and a run lease while a replica is up, Redis well and the
 //     job not paused, unless a replica warns.
 //   - I5: no run of the schedule, retry or catch-up while the job is paused.
