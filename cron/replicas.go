@@ -47,9 +47,9 @@ const (
 // beatTimeout bounds one beat, and the farewell at Shutdown.
 const beatTimeout = 2 * time.Second
 
-// replicaGroup is one group's registry as this replica last read it.
+// replicaGroup is one group's registry as this replica last read it,
+// shared by the group's jobs.
 type replicaGroup struct {
-	key  string
 	live atomic.Pointer[liveView]
 }
 
@@ -180,6 +180,7 @@ func (r *Runtime) beat(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	mine := make(map[string]redisscript.Client) // the registries this replica is in
+	views := make(map[string]*replicaGroup)     // each one's view, shared by its jobs
 	failing := false                            // Redis refused the last beat: warned once
 	for {
 		select {
@@ -218,26 +219,24 @@ func (r *Runtime) beat(ctx context.Context) {
 				failing = false
 				r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime beats in its replica registry again")
 			}
-			var v *liveView
-			if err == nil {
-				v = &liveView{replicas: live, until: r.now().Add(period + period/2)}
+			grp := views[key]
+			if grp == nil {
+				grp = &replicaGroup{}
+				views[key] = grp
 			}
-			r.mu.Lock()
+			if err == nil {
+				grp.live.Store(&liveView{replicas: live, until: r.now().Add(period + period/2)})
+			}
 			for _, s := range g.jobs {
-				grp := s.group.Load()
-				if grp == nil || grp.key != key {
-					grp = &replicaGroup{key: key}
+				if s.group.Load() != grp {
 					s.group.Store(grp)
 				}
-				if v != nil {
-					grp.live.Store(v)
-				}
 			}
-			r.mu.Unlock()
 		}
 		for key, c := range mine {
 			if !keep[key] {
 				delete(mine, key) // the job set changed: leave the old group
+				delete(views, key)
 				r.leave(ctx, c, key)
 			}
 		}

@@ -63,7 +63,7 @@ func TestOwner(t *testing.T) {
 			t.Errorf("%s owns %d of 3000 slots, want about 1000: %v", r, count[r], count)
 		}
 	}
-	g := &replicaGroup{key: "k"}
+	g := &replicaGroup{}
 	now := time.Now()
 	if !g.owns("r0", "job", "s", now) {
 		t.Error("a replica that knows no live replicas does not own a slot")
