@@ -40,7 +40,11 @@ type Admin struct {
 
 // NewAdmin returns an Admin over db, which must be able to take locks in
 // [LeaseNamespace], as the jobs' own LeaseConfig.Db does. Its commands are
-// recorded as coming from this host and process.
+// recorded as coming from this host and process. With a db made with
+// [lock.WithReplicas], Pause, Resume and RunNow wait for its replicas, and
+// return an error wrapping [lock.ErrNotReplicated] when too few
+// acknowledged the command within the timeout: the master has it, but a
+// failover before a replica has it too would undo it; send it again.
 func NewAdmin(db lock.Db) Admin {
 	host, _ := os.Hostname()
 	return Admin{db: db, by: "admin " + host + "/" + strconv.Itoa(os.Getpid())}
@@ -79,14 +83,25 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	if err != nil {
 		return err
 	}
-	n, err := controlScript.Run(ctx, c, []string{recordKey(job)}, op, a.by).Int64()
+	repl := redisscript.ReplicationOf(a.db)
+	cmd, acked, werr := controlScript.RunWait(ctx, c, repl, []string{recordKey(job)}, op, a.by)
+	n, err := cmd.Int64()
 	switch {
 	case err != nil:
 		return fmt.Errorf("cron: %s %q: %w", op, job, err)
 	case n < 0:
 		return fmt.Errorf("%w: %q", ErrUnknownJob, job)
-	case op != "run":
-		return nil
+	}
+	// R15, R16 with a Db that waits for replicas: the master has the
+	// command; a failover before a replica has it too would undo it.
+	var short error
+	if werr != nil {
+		short = fmt.Errorf("cron: %s %q: recorded, but %w: WAIT: %w", op, job, lock.ErrNotReplicated, werr)
+	} else if acked < int64(repl.N) {
+		short = fmt.Errorf("cron: %s %q: recorded, but %w: %d of %d replicas within %d ms", op, job, lock.ErrNotReplicated, acked, repl.N, repl.WaitMs)
+	}
+	if op != "run" {
+		return short
 	}
 	// R16: the request is recorded; now the replicas hear of it. The
 	// channel counts as the command's key, so that a client that shards
@@ -96,9 +111,9 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	pub := redis.NewIntCmd(ctx, "publish", runNowChannel, job)
 	pub.SetFirstKeyPos(1)
 	if err := redisscript.Process(ctx, c, pub); err != nil {
-		return fmt.Errorf("cron: %s %q: the request is recorded, but announcing it failed: %w", op, job, err)
+		return errors.Join(short, fmt.Errorf("cron: %s %q: the request is recorded, but announcing it failed: %w", op, job, err))
 	}
-	return nil
+	return short
 }
 
 // JobStatus is what a leased job's record says, cluster-wide: the run in

@@ -142,6 +142,17 @@ type Leased interface {
 type LeaseConfig struct {
 	// Db is where the record and the lease are kept; it must be able to
 	// take locks in [LeaseNamespace]. Required.
+	//
+	// A Db made with [lock.WithReplicas] makes the record's writes that
+	// decide who runs wait for its replicas, as a lock's acquire does,
+	// in the same round trip: the winning claim, the heartbeat and the
+	// completion (a replica that loses a slot writes nothing, and needs
+	// no wait). A run starts only once its claim is acknowledged (see
+	// [ReasonNotReplicated]); a completion that is not is sent again
+	// while the slot lasts; a heartbeat that is not does not extend the
+	// run's deadline. Such a Db needs a *redis.Client (a Sentinel
+	// failover client is one) or a *redis.ClusterClient: [Start] refuses
+	// any other.
 	Db lock.Db
 	// Name is the lease's name in [LeaseNamespace]; the default is what
 	// the job's Name() string method returns. A job without a Name method
@@ -215,6 +226,13 @@ const (
 	// ReasonAttemptsUsedUp is why a tick was skipped when its slot had
 	// failed every attempt [LeaseConfig.Attempts] allows.
 	ReasonAttemptsUsedUp = "slot used up its attempts"
+	// ReasonNotReplicated is why a tick was skipped when its claim won
+	// but the replicas that the Db waits for (see [lock.WithReplicas])
+	// did not acknowledge it within half the run lease: a failover could
+	// have lost it and let another replica run the slot too. The run
+	// lease lapses by itself, and the record then counts the attempt as
+	// lost (retried if [LeaseConfig.Attempts] allows).
+	ReasonNotReplicated = "claim not acknowledged by replicas"
 )
 
 // leaseOf calls the job's Lease method, turning a panic into an error that

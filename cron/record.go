@@ -75,7 +75,8 @@ var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "he
 // the heartbeat of its run lease while it runs, the completion after it.
 type jobState struct {
 	c        redisscript.Client
-	name     string   // the lease's name
+	repl     redisscript.Replication // the replicas that acknowledge a claim, completion or heartbeat (lock.WithReplicas)
+	name     string                  // the lease's name
 	keys     []string // the record, then, for a duration policy, the Rust crate's lease
 	history  []string // the record and its history
 	keepRuns int      // how many runs the history keeps
@@ -131,8 +132,14 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, l.Name, err)
 	}
+	repl := redisscript.ReplicationOf(l.Db)
+	if repl.N > 0 {
+		if err := redisscript.CanWait(c); err != nil {
+			return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, l.Name, err)
+		}
+	}
 	s := &jobState{
-		c: c, name: l.Name, ttl: l.TTL, replica: replica, now: now,
+		c: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
 		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
 		history: []string{recordKey(l.Name), historyKey(l.Name)}, keepRuns: l.History, schedule: every.String(),
 	}
@@ -204,7 +211,69 @@ func (s *jobState) keepFor(now, next, end time.Time) int64 {
 // claim asks the record whether this replica runs t now, for the event
 // mode; slot is the record's id of t's slot for modeRetry and modeFollow
 // (a duration policy's slot has no other name).
+//
+// With a Db that waits for replicas (lock.WithReplicas), a claim that
+// won is confirmed before its run starts (R17): the replicas must have
+// acknowledged its write, in its own round trip or, failing that, in a
+// heartbeat's (E7, which covers every write before it). A heartbeat that
+// finds the run lease gone (a failover lost the claim) claims again. If
+// nothing is acknowledged within half the run lease, the run does not
+// start: the answer is ReasonNotReplicated, and the run lease lapses.
 func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time.Time, slot string) (claimed, error) {
+	until := time.Now().Add(s.runTTL / 2)
+	for {
+		c, acked, err := s.claimOnce(ctx, mode, t, next, slot)
+		if err != nil || c.run == nil || acked {
+			return c, err
+		}
+		switch s.confirm(ctx, c.run, until) {
+		case confirmed:
+			return c, nil
+		case confirmLost:
+			if time.Now().Before(until) {
+				continue
+			}
+		}
+		return claimed{reason: ReasonNotReplicated, slot: c.slot}, nil
+	}
+}
+
+// The outcomes of confirm.
+const (
+	confirmed   = iota // the replicas acknowledged the claim
+	confirmLost        // the run lease is gone from Redis: claim again
+	confirmTimeout
+)
+
+// confirm sends E7 with its WAIT, first after 50 ms, then twice as long
+// after each, at most a second apart, until the replicas acknowledge it
+// (the claim's write is older, so they have it too), the run lease is
+// gone, until passes or ctx ends.
+func (s *jobState) confirm(ctx context.Context, run *runLease, until time.Time) int {
+	wait := 50 * time.Millisecond
+	for time.Now().Add(wait).Before(until) {
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return confirmTimeout
+		}
+		held, err := run.Extend(ctx)
+		switch {
+		case err == nil && held:
+			return confirmed
+		case err == nil:
+			return confirmLost
+		}
+		wait = min(2*wait, time.Second)
+	}
+	return confirmTimeout
+}
+
+// claimOnce sends one claim; acked reports that the replicas acknowledged
+// it, as the Db asks (always, for a Db that asks for none).
+func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next time.Time, slot string) (c claimed, acked bool, err error) {
 	slotAt := ""
 	var leaseMS int64
 	var token, prev string
@@ -217,7 +286,7 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 	if (mode == modeTick || mode == modeRetry || mode == modeFollow) && !now.Before(end) {
 		// Its claim window is over; a duration policy's lease would
 		// last into the replica's next slot.
-		return claimed{reason: ReasonTooLate, quiet: mode != modeTick}, nil
+		return claimed{reason: ReasonTooLate, quiet: mode != modeTick}, true, nil
 	}
 	if !s.shared && mode != modeHello && mode != modeRequest {
 		leaseMS = max(end.Sub(now).Milliseconds(), 1)
@@ -235,15 +304,21 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	sent := time.Now()
-	reply, err := claimScript.Run(ctx, s.c, s.keys,
+	repl := s.repl
+	if mode == modeHello {
+		repl = redisscript.Replication{} // R10 starts no run
+	}
+	cmd, n, _ := claimScript.RunWait(ctx, s.c, repl, s.keys,
 		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
-		s.catchUp.Milliseconds(), s.every.Milliseconds()).Slice()
+		s.catchUp.Milliseconds(), s.every.Milliseconds())
+	reply, err := cmd.Slice()
 	if err != nil {
-		return claimed{}, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
+		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
 	}
+	acked = n >= int64(repl.N)
 	code, n, text, id := claimReply(reply)
-	c := claimed{slot: id, quiet: mode == modeCatchUp}
+	c = claimed{slot: id, quiet: mode == modeCatchUp}
 	switch code {
 	case 1:
 		c.trigger = parseTrigger(text)
@@ -255,7 +330,7 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 		}
 		run.deadline = sent.Add(s.runTTL)
 		c.run, c.attempt = run, int(n)
-		return c, nil
+		return c, acked, nil
 	case 2: // R1, R2
 		c.wait = time.Duration(n) * time.Millisecond
 		c.reason = ReasonRunning
@@ -272,7 +347,7 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 			// slot: each replica that ticks it knows, and warns.
 			c.reason = ReasonStillRunning
 		}
-		return c, nil
+		return c, true, nil
 	case 3: // R7, D4
 		c.reason = ReasonLeaseHeld
 	case 4: // R3
@@ -285,9 +360,9 @@ func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time
 	case 7: // R8
 		c.reason = ReasonAttemptsUsedUp
 	default:
-		return claimed{}, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
+		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
 	}
-	return c, nil
+	return c, true, nil
 }
 
 // completed is a completion's answer.
@@ -300,7 +375,10 @@ type completed struct {
 
 // complete is E8: it records the end of run, which was due at scheduled
 // and returned err (a *PanicError if it panicked), and the next tick if
-// known (R12), and adds the run to the job's history.
+// known (R12), and adds the run to the job's history. With a Db that waits
+// for replicas, a completion they did not acknowledge returns its answer
+// and an error wrapping lock.ErrNotReplicated: the caller sends it again
+// (R18).
 func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, scheduled time.Time, err error, next time.Time) (completed, error) {
 	outcome, text := outcome(err), ""
 	var p *PanicError
@@ -317,9 +395,10 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if !next.IsZero() {
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
-	reply, rerr := completeScript.Run(ctx, s.c, s.history, run.token, outcome, cut(text, maxErrorText),
+	cmd, acked, werr := completeScript.RunWait(ctx, s.c, s.repl, s.history, run.token, outcome, cut(text, maxErrorText),
 		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
-		s.keepRuns, scheduled.UnixMilli(), s.schedule).Slice()
+		s.keepRuns, scheduled.UnixMilli(), s.schedule)
+	reply, rerr := cmd.Slice()
 	if rerr != nil {
 		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
 	}
@@ -330,7 +409,11 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	}
 	state, _ := reply[1].(string)
 	want, _ := reply[2].(int64)
-	return completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff}, nil
+	c := completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff}
+	if err := s.replicated(acked, werr); err != nil {
+		return c, fmt.Errorf("cron: recording a run of %q: %w", s.name, err)
+	}
+	return c, nil
 }
 
 // backoffAfter returns how long the slot waits after a failed attempt:
@@ -373,14 +456,21 @@ type runLease struct {
 }
 
 // Extend is E7: it restarts the run lease for another run TTL (R11).
+// With a Db that waits for replicas, an extension they did not
+// acknowledge fails with an error wrapping lock.ErrNotReplicated, and
+// Deadline stays where the last acknowledged one left it.
 func (l *runLease) Extend(ctx context.Context) (bool, error) {
 	sent := time.Now()
-	n, err := heartbeatScript.Run(ctx, l.s.c, l.s.keys[:1], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds()).Int64()
+	cmd, acked, werr := heartbeatScript.RunWait(ctx, l.s.c, l.s.repl, l.s.keys[:1], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
+	n, err := cmd.Int64()
 	if err != nil {
 		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
 	}
 	if n != 1 {
 		return false, nil
+	}
+	if err := l.s.replicated(acked, werr); err != nil {
+		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
 	}
 	l.mu.Lock()
 	if d := sent.Add(l.s.runTTL); d.After(l.deadline) {
@@ -398,6 +488,19 @@ func (l *runLease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
+}
+
+// replicated returns nil if acked replicas are as many as the Db asks to
+// acknowledge a write, else an error wrapping lock.ErrNotReplicated, with
+// werr, the WAIT's own error, if any.
+func (s *jobState) replicated(acked int64, werr error) error {
+	switch {
+	case werr != nil:
+		return fmt.Errorf("%w: WAIT: %w", lock.ErrNotReplicated, werr)
+	case acked < int64(s.repl.N):
+		return fmt.Errorf("%w: %d of %d replicas within %d ms", lock.ErrNotReplicated, acked, s.repl.N, s.repl.WaitMs)
+	}
+	return nil
 }
 
 // newLeaseToken returns a token for the Rust crate's lease key: 16 random bytes,

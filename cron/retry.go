@@ -2,10 +2,12 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
 // This file holds the further looks at a leased job's slot that no tick of
@@ -133,13 +135,21 @@ func (r *Runtime) finishedOffSchedule(e *entry) {
 // back-off that doubles up to a third of the run lease, until Redis
 // answers, the slot's claim window ends
 // or the runtime shuts down, and returns the last answer. The first error
-// was err. Until the completion gets through, the record shows the run in
+// was err. It is R18 too, when err wraps lock.ErrNotReplicated: then the
+// first back-off is at most a quarter of the run lease, so that the
+// completion reaches a replica promoted meanwhile before the run lease
+// that the replica has ends. Until the completion gets through, the record shows the run in
 // progress; once its run lease has ended, any claim records it lost (C1)
 // and the completion that comes later finds nothing to record.
 func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease, runErr error, next time.Time, err error) (completed, error) {
 	s := a.admit.state
 	end := a.tick.Slot.LeaseEnd(s.ttl)
-	wait := s.backoff
+	// At most a third of the run lease apart (Backoff, if longer), so
+	// that the run is recorded soon after Redis is back.
+	wait, most := s.backoff, max(s.backoff, s.runTTL/3)
+	if errors.Is(err, lock.ErrNotReplicated) {
+		wait, most = min(wait, max(s.runTTL/4, time.Millisecond)), max(s.runTTL/3, time.Millisecond)
+	}
 	for {
 		if !r.now().Add(wait).Before(end) {
 			return completed{}, err
@@ -160,8 +170,6 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease,
 				slog.String("job", a.tick.Job), slog.Uint64("run", a.tick.Run), slog.Bool("held", c.held))
 			return c, nil
 		}
-		// At most a third of the run lease apart (Backoff, if longer), so
-		// that the run is recorded soon after Redis is back.
-		wait = min(2*wait, max(s.backoff, s.runTTL/3))
+		wait = min(2*wait, most)
 	}
 }

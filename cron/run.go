@@ -223,7 +223,16 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
 	c, cerr := s.complete(cctx, held, t.Attempt, t.Scheduled, err, next)
 	cancel()
-	if cerr != nil {
+	if errors.Is(cerr, lock.ErrNotReplicated) {
+		// R18: the master has the completion, its replicas may not.
+		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was recorded, but not acknowledged by enough replicas; recording it again",
+			slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+		if c, cerr = r.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was not acknowledged by enough replicas; a failover may run its slot again",
+				slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+			return
+		}
+	} else if cerr != nil {
 		// Part of an outage, which is logged once as it begins (see
 		// admissionFailed).
 		a.admit.failedSince.CompareAndSwap(0, t.Started.UnixNano())
@@ -368,7 +377,7 @@ func (r *Runtime) admissionRecovered(ctx context.Context, ad *admission, t *Tick
 func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string) {
 	level := slog.LevelWarn
 	switch reason {
-	case ReasonStillRunning, ReasonTooManyRuns, ReasonTooLate:
+	case ReasonStillRunning, ReasonTooManyRuns, ReasonTooLate, ReasonNotReplicated:
 	default:
 		// The admission refused: another replica has the run, as
 		// planned, and logs it there at Info.

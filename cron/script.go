@@ -136,12 +136,12 @@ if run and tonumber(runUntil) < now then
 	local state = stateAfter('lost', max)
 	if state == 'open' then
 		slotState, slotRetry = state, now
-		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'slot.state', state, 'slot.retry', now)
+		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'last.run', '', 'slot.state', state, 'slot.retry', now)
 	elseif state then
 		slotState = state
-		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'slot.state', state)
+		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'last.run', '', 'slot.state', state)
 	else
-		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis')
+		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'last.run', '')
 	end
 end
 -- R10, and E4 below: a replica that starts follows up (E3) the record's
@@ -322,11 +322,29 @@ return request() or answer({3, 0, '', sid}) -- R7`
 // first the run that a claim recorded lost since the last completion, if
 // any; the list lives as long as the record. ARGV[10] is the job's
 // schedule, as the replica states it.
+//
+// Sent again for a run it recorded already (R18: its first answer went
+// unacknowledged by the replicas, or was lost), it finds the run's token
+// in last.run, answers as it did, and writes last.run again: a write, so
+// that a WAIT after it covers the record as the server has it.
 var completeScript = redisscript.New(recordPrelude + `
 local run, runBy, runSince, runSlot, runTry, runWhy, slot, want, nxt, lastOutcome, histLast = unpack(redis.call('HMGET', R,
 	'run', 'run.by', 'run.since', 'run.slot', 'run.try', 'run.why', 'slot', 'want', 'next', 'last.outcome', 'hist.last'))
 if run ~= ARGV[1] then
-	return {0}
+	local lastRun, lastSlot, lastWhy, slotState = unpack(redis.call('HMGET', R, 'last.run', 'last.slot', 'last.why', 'slot.state'))
+	if lastRun ~= ARGV[1] then
+		return {0}
+	end
+	redis.call('HSET', R, 'last.run', lastRun)
+	local state = ''
+	if lastWhy ~= 'request' and lastSlot == slot then
+		state = slotState or ''
+	end
+	local w = 0
+	if want then
+		w = 1
+	end
+	return {1, state, w}
 end
 local runUntil` + runPrelude + `
 local H, outcome, max = KEYS[2], ARGV[2], tonumber(ARGV[4])
@@ -353,9 +371,9 @@ local announce = ARGV[7] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(
 -- One HSET: the run, the slot's new state, and the record's own fields.
 local function finish(err, ...)
 	if announce then
-		ended(outcome, now, err, 'next', ARGV[7], 'every', ARGV[10], 'hist.last', hist, ...)
+		ended(outcome, now, err, 'next', ARGV[7], 'every', ARGV[10], 'hist.last', hist, 'last.run', ARGV[1], ...)
 	else
-		ended(outcome, now, err, 'every', ARGV[10], 'hist.last', hist, ...)
+		ended(outcome, now, err, 'every', ARGV[10], 'hist.last', hist, 'last.run', ARGV[1], ...)
 	end
 end
 if outcome == 'ok' then

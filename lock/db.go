@@ -236,4 +236,12 @@ func init() {
 		}
 		return nil, fmt.Errorf("lock: %T is not a Db", db)
 	}
+	redisscript.ReplicationOf = func(db any) redisscript.Replication {
+		if d, ok := db.(Db); ok {
+			if w, ok := d.c.(*wrapped); ok && w.replicas > 0 {
+				return redisscript.Replication{N: w.replicas, WaitMs: w.waitMs}
+			}
+		}
+		return redisscript.Replication{}
+	}
 }
