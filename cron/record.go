@@ -77,11 +77,11 @@ type jobState struct {
 	c        redisscript.Client
 	repl     redisscript.Replication // the replicas that acknowledge a claim, completion or heartbeat (lock.WithReplicas)
 	name     string                  // the lease's name
-	keys     []string // the record, then, for a duration policy, the Rust crate's lease
-	history  []string // the record and its history
-	keepRuns int      // how many runs the history keeps
-	schedule string   // the job's interval, as the record states it
-	shared   bool     // a Cron policy: slots that every replica names alike
+	keys     []string                // the record, then, for a duration policy, the Rust crate's lease
+	history  []string                // the record and its history
+	keepRuns int                     // how many runs the history keeps
+	schedule string                  // the job's interval, as the record states it
+	shared   bool                    // a Cron policy: slots that every replica names alike
 	ttl      time.Duration
 	runTTL   time.Duration
 	keep     time.Duration // how long the record lives after its next use (see keepFor)
