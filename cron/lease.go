@@ -143,11 +143,11 @@ type LeaseConfig struct {
 	// Db is where the record and the lease are kept; it must be able to
 	// take locks in [LeaseNamespace]. Required.
 	//
-	// A Db made with [lock.WithReplicas] makes the record's writes that
-	// decide who runs wait for its replicas, as a lock's acquire does,
-	// in the same round trip: the winning claim, the heartbeat and the
-	// completion (a replica that loses a slot writes nothing, and needs
-	// no wait). A run starts only once its claim is acknowledged (see
+	// A Db made with [lock.WithReplicas] makes the record's writes wait
+	// for its replicas, as a lock's acquire does, in the same round
+	// trip: claims, heartbeats and completions (a replica that does not
+	// own a Cron slot only looks at it, writes nothing, and needs no
+	// wait). A run starts only once its claim is acknowledged (see
 	// [ReasonNotReplicated]); a completion that is not is sent again
 	// while the slot lasts; a heartbeat that is not does not extend the
 	// run's deadline. Such a Db needs a *redis.Client (a Sentinel

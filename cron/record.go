@@ -305,9 +305,6 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	}
 	sent := time.Now()
 	repl := s.repl
-	if mode == modeHello {
-		repl = redisscript.Replication{} // R10 starts no run
-	}
 	cmd, n, _ := claimScript.RunWait(ctx, s.c, repl, s.keys,
 		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,

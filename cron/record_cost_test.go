@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,4 +202,41 @@ func BenchmarkRunProtocol(b *testing.B) {
 		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/run")
 		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/run")
 	})
+}
+
+// BenchmarkRunReplicas measures what lock.WithReplicas adds to a leased
+// run: its claim and its completion each send WAIT in their own round
+// trip, and the replica acknowledges them. A master and a replica, both
+// loopback redis-servers; an op is one run's claim and completion.
+func BenchmarkRunReplicas(b *testing.B) {
+	master := redistest.Start(b, "--repl-diskless-sync-delay", "0")
+	_, port, _ := strings.Cut(master.Addr(), ":")
+	redistest.Start(b, "--replicaof", "127.0.0.1", port)
+	ctx := context.Background()
+	p := master.Client(b).Pipeline()
+	p.Set(ctx, "synced", 1, 0)
+	wait := redis.NewIntCmd(ctx, "wait", 1, 10000)
+	_ = p.Process(ctx, wait)
+	if _, err := p.Exec(ctx); err != nil || wait.Val() != 1 {
+		b.Fatalf("the replica did not sync: WAIT = %v, %v", wait.Val(), err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []lock.DbOption
+	}{{"no-wait", nil}, {"WithReplicas", []lock.DbOption{lock.WithReplicas(1, time.Second)}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			every := interval.MustCron("* * * * * *")
+			name := "bench-repl-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(master.Client(b), tc.opts...), Name: name}, "bench", time.Now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			first, _ := every.NextSlot(time.Now())
+			p := &protocol{s: s, every: every, slot: first}
+			p.run(b) // loads the scripts
+			for b.Loop() {
+				p.run(b)
+			}
+		})
+	}
 }

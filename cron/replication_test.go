@@ -25,8 +25,9 @@ type acks struct {
 	t  *testing.T
 	mu sync.Mutex
 	// ack decides the answer to the WAIT after the script with the given
-	// keys; n is how many WAITs came before it.
-	ack    func(n int, keys []string) bool
+	// keys and first argument (a claim's mode); n is how many WAITs came
+	// before it.
+	ack    func(n int, keys []string, arg string) bool
 	waits  int
 	byKind map[string]int // "completion" (two keys, the second the history), "claim or heartbeat", "control"
 }
@@ -56,6 +57,10 @@ func (a *acks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 				continue // sent again with its source, and its WAIT
 			}
 			keys := scriptKeys(cmds[i-1].Args())
+			arg := ""
+			if args := cmds[i-1].Args(); len(args) > 3+len(keys) {
+				arg, _ = args[3+len(keys)].(string)
+			}
 			a.mu.Lock()
 			n := a.waits
 			a.waits++
@@ -67,7 +72,7 @@ func (a *acks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 				kind = "control"
 			}
 			a.byKind[kind]++
-			ok := a.ack(n, keys)
+			ok := a.ack(n, keys, arg)
 			a.mu.Unlock()
 			if w, isInt := cmd.(*redis.IntCmd); isInt && ok && w.Err() == nil {
 				w.SetVal(1) // the tests ask for one replica
@@ -110,9 +115,9 @@ func scriptKeys(args []any) []string {
 
 // replicatedDb returns a Db over srv that waits for one replica, 20 ms at
 // most, whose WAITs a answers; ack nil acknowledges every one.
-func replicatedDb(t *testing.T, srv *redistest.Server, ack func(n int, keys []string) bool) (lock.Db, *acks) {
+func replicatedDb(t *testing.T, srv *redistest.Server, ack func(n int, keys []string, arg string) bool) (lock.Db, *acks) {
 	if ack == nil {
-		ack = func(int, []string) bool { return true }
+		ack = func(int, []string, string) bool { return true }
 	}
 	a := &acks{t: t, ack: ack, byKind: make(map[string]int)}
 	c := srv.Client(t)
@@ -169,7 +174,7 @@ func TestReplicationWaitsForReplicas(t *testing.T) {
 // acknowledged (R17), and only then.
 func TestReplicationClaimConfirmed(t *testing.T) {
 	srv := redistest.Start(t)
-	db, a := replicatedDb(t, srv, func(n int, _ []string) bool { return n >= 2 })
+	db, a := replicatedDb(t, srv, func(n int, _ []string, _ string) bool { return n >= 2 })
 	log, _, _ := startReplicated(t, db, "confirmed", nil)
 	r := log.next(t, "the startup run, once a heartbeat is acknowledged")
 	if got := a.count("claim or heartbeat"); got != 3 {
@@ -185,7 +190,7 @@ func TestReplicationClaimConfirmed(t *testing.T) {
 // skipped with ReasonNotReplicated, at Warn.
 func TestReplicationClaimNeverAcknowledged(t *testing.T) {
 	srv := redistest.Start(t)
-	db, _ := replicatedDb(t, srv, func(int, []string) bool { return false })
+	db, _ := replicatedDb(t, srv, func(int, []string, string) bool { return false })
 	log, ev, logs := startReplicated(t, db, "unacked", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(ev.of("skipped")) == 0 && time.Now().Before(deadline) {
@@ -208,8 +213,12 @@ func TestReplicationClaimLostInFailover(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	var once sync.Once
-	db, _ := replicatedDb(t, srv, func(n int, keys []string) bool {
-		if n == 0 {
+	claims := 0
+	db, _ := replicatedDb(t, srv, func(_ int, keys []string, mode string) bool {
+		if mode == "tick" {
+			claims++
+		}
+		if mode == "tick" && claims == 1 {
 			// The replica promoted now never had the claim.
 			once.Do(func() {
 				if err := raw.Del(context.Background(), keys...).Err(); err != nil {
@@ -238,7 +247,7 @@ func TestReplicationCompletionSentAgain(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	completions := 0
-	db, a := replicatedDb(t, srv, func(_ int, keys []string) bool {
+	db, a := replicatedDb(t, srv, func(_ int, keys []string, _ string) bool {
 		if len(keys) == 2 && strings.HasSuffix(keys[1], ":runs") {
 			completions++
 			return completions > 1
@@ -269,7 +278,7 @@ func TestReplicationAdmin(t *testing.T) {
 	good, _ := replicatedDb(t, srv, nil)
 	log, _, _ := startReplicated(t, good, "operated", nil)
 	log.next(t, "the startup run")
-	short, a := replicatedDb(t, srv, func(int, []string) bool { return false })
+	short, a := replicatedDb(t, srv, func(int, []string, string) bool { return false })
 	admin := cron.NewAdmin(short)
 	if err := admin.Pause(t.Context(), "operated"); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Errorf("Pause = %v, want lock.ErrNotReplicated", err)

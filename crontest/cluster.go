@@ -44,6 +44,8 @@ type Cluster struct {
 	stallUntil time.Time           // Redis holds every command until it
 	jobIndex   map[string]cron.Job // the first copy of each job, by name
 	observer   *redis.Client       // Client's, made at its first call
+
+	repl replication // the replica that RedisFailover promotes
 }
 
 // replica is one replica: its clock and the runtime that runs it now.
@@ -522,7 +524,8 @@ func (c *Cluster) RedisRestart(down time.Duration) {
 // Client returns a client of the cluster's Redis that no fault reaches:
 // for the test's own reads, and for an operator's commands
 // (cron.NewAdmin(lock.NewDb(c.Client()))). Every call returns the same
-// client, which the cluster closes at tb's cleanup.
+// client, which the cluster closes at tb's cleanup. Its WAITs are
+// answered as the replicas' are (see [Cluster.RedisFailover]).
 func (c *Cluster) Client() *redis.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -531,6 +534,7 @@ func (c *Cluster) Client() *redis.Client {
 			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return c.redis.Dial() },
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		})
+		c.observer.AddHook(acks{c})
 	}
 	return c.observer
 }
@@ -583,10 +587,13 @@ func (c *Cluster) close() {
 		_ = inc.client.Close()
 	}
 	c.mu.Lock()
-	observer := c.observer
+	observer, raw := c.observer, c.repl.raw
 	c.mu.Unlock()
 	if observer != nil {
 		_ = observer.Close()
+	}
+	if raw != nil {
+		_ = raw.Close()
 	}
 	c.redis.Close()
 }
@@ -695,7 +702,10 @@ func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
-		return next(ctx, cmd)
+		before := f.c.failovers()
+		err := next(ctx, cmd)
+		f.c.acknowledge(before, []redis.Cmder{cmd})
+		return err
 	}
 }
 
@@ -707,6 +717,9 @@ func (f faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 			}
 			return err
 		}
-		return next(ctx, cmds)
+		before := f.c.failovers()
+		err := next(ctx, cmds)
+		f.c.acknowledge(before, cmds)
+		return err
 	}
 }

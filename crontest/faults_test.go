@@ -173,3 +173,61 @@ func TestRedisRestart(t *testing.T) {
 		c.OncePerSlot(t, "report")
 	})
 }
+
+// TestRedisFailover checks what a failover keeps: every write made before
+// RedisFailover, and of those made during its lag, the ones a WAIT
+// acknowledged (with what came before them); that WAITs are answered as
+// replicas that keep up answer them; and that cached scripts are lost
+// and TTLs kept.
+func TestRedisFailover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(t, 1, func(*redis.Client) []cron.Job { return nil })
+		rdb := c.Client()
+		ctx := t.Context()
+		wait := func(p redis.Pipeliner) *redis.IntCmd {
+			w := redis.NewIntCmd(ctx, "wait", 1, 100)
+			_ = p.Process(ctx, w)
+			return w
+		}
+		p := rdb.Pipeline()
+		p.HSet(ctx, "before", "f", "v")
+		p.PExpire(ctx, "before", time.Hour)
+		p.ZAdd(ctx, "zset", redis.Z{Score: 1.5, Member: "m"})
+		p.RPush(ctx, "list", "a", "b")
+		w := wait(p)
+		if _, err := p.Exec(ctx); err != nil || w.Val() != 1 {
+			t.Fatalf("WAIT outside a failover = %d, %v, want 1", w.Val(), err)
+		}
+		sha, err := rdb.ScriptLoad(ctx, "return 1").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.RedisFailover(10*time.Millisecond, time.Second)
+		rdb.Set(ctx, "before-acked", "1", 0)
+		p = rdb.Pipeline()
+		p.Set(ctx, "acked", "1", 0)
+		w = wait(p)
+		if _, err := p.Exec(ctx); err != nil || w.Val() != 1 {
+			t.Fatalf("WAIT in the failover's lag = %d, %v, want 1", w.Val(), err)
+		}
+		rdb.Set(ctx, "lost-after", "1", 0)
+		time.Sleep(30 * time.Minute)
+		for key, want := range map[string]int64{"before": 1, "zset": 1, "list": 1, "before-acked": 1, "acked": 1, "lost-after": 0} {
+			if n, err := rdb.Exists(ctx, key).Result(); n != want || err != nil {
+				t.Errorf("EXISTS %s after the failover = %d, %v, want %d", key, n, err, want)
+			}
+		}
+		if ttl := rdb.PTTL(ctx, "before").Val(); ttl <= 29*time.Minute || ttl > 30*time.Minute {
+			t.Errorf("PTTL before = %v, want half an hour (an hour set 30 minutes ago)", ttl)
+		}
+		if z := rdb.ZScore(ctx, "zset", "m").Val(); z != 1.5 {
+			t.Errorf("ZSCORE = %v, want 1.5", z)
+		}
+		if l := rdb.LRange(ctx, "list", 0, -1).Val(); strings.Join(l, " ") != "a b" {
+			t.Errorf("LRANGE = %q, want a b", l)
+		}
+		if ok, err := rdb.ScriptExists(ctx, sha).Result(); err != nil || len(ok) != 1 || ok[0] {
+			t.Errorf("SCRIPT EXISTS after the failover = %v, %v, want [false]", ok, err)
+		}
+	})
+}

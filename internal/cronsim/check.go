@@ -83,7 +83,9 @@ type checker struct {
 	stalls     []span // Redis stalled: commands wait
 	bad        []span // both
 	flushes    []time.Time
-	up         [Replicas][]span // each replica's runtimes
+	lossy      []time.Time       // the failovers among flushes: they may have kept any key
+	mayPause   map[string][]span // where a job may be paused: a pause that a lossy failover may have kept
+	up         [Replicas][]span  // each replica's runtimes
 	steps      [Replicas][]Event
 	deploys    [Replicas][]Event
 	paused     map[string][]span
@@ -95,7 +97,7 @@ func newChecker(sc *Scenario, h *History) *checker {
 	runs.Runs = slices.Clone(h.Runs)
 	slices.SortStableFunc(runs.Runs, func(a, b Run) int { return a.Start.Compare(b.Start) })
 	h = &runs
-	c := &checker{sc: sc, h: h, start: sc.Start, end: h.End, paused: make(map[string][]span)}
+	c := &checker{sc: sc, h: h, start: sc.Start, end: h.End, paused: make(map[string][]span), mayPause: make(map[string][]span)}
 	if c.end.IsZero() {
 		c.end = sc.Start.Add(sc.Span)
 	}
@@ -127,6 +129,15 @@ func newChecker(sc *Scenario, h *History) *checker {
 		case RedisRestart:
 			c.downs = append(c.downs, span{at, at.Add(e.D + time.Nanosecond)})
 			c.flushes = append(c.flushes, at)
+		case Failover:
+			// Without WithReplicas, a failover loses writes as a
+			// restart loses keys; with it, none that decides who runs.
+			at = at.Add(e.Lag)
+			c.downs = append(c.downs, span{at, at.Add(e.D + time.Nanosecond)})
+			if !sc.Replicated {
+				c.flushes = append(c.flushes, at)
+				c.lossy = append(c.lossy, at)
+			}
 		case StepClock:
 			c.steps[e.Replica] = append(c.steps[e.Replica], e)
 		}
@@ -134,6 +145,9 @@ func newChecker(sc *Scenario, h *History) *checker {
 	for i := range upSince {
 		down(i, c.end)
 	}
+	// A failover's instant is its master's crash, a lag after the event.
+	slices.SortFunc(c.flushes, time.Time.Compare)
+	slices.SortFunc(c.downs, func(a, b span) int { return a.from.Compare(b.from) })
 	c.bad = append(slices.Clone(c.downs), c.stalls...)
 	// A pause lasts from the Pause that the record took to the Resume,
 	// or to Redis losing the record.
@@ -144,10 +158,24 @@ func newChecker(sc *Scenario, h *History) *checker {
 			delete(since, job)
 		}
 	}
+	// A lossy failover may have kept a pause or lost it: from it to the
+	// job's next command, the job may be paused.
+	maySince := make(map[string]time.Time)
+	mayStop := func(job string, at time.Time) {
+		if p, ok := maySince[job]; ok {
+			c.mayPause[job] = append(c.mayPause[job], span{p, at})
+			delete(maySince, job)
+		}
+	}
 	flushes := slices.Clone(c.flushes)
 	for _, op := range h.Admin {
 		for len(flushes) > 0 && !flushes[0].After(op.At) {
 			for job := range since {
+				if slices.Contains(c.lossy, flushes[0]) {
+					if _, ok := maySince[job]; !ok {
+						maySince[job] = flushes[0]
+					}
+				}
 				stop(job, flushes[0])
 			}
 			flushes = flushes[1:]
@@ -157,12 +185,17 @@ func newChecker(sc *Scenario, h *History) *checker {
 		}
 		switch op.Kind {
 		case Pause:
+			mayStop(op.Job, op.At)
 			if _, ok := since[op.Job]; !ok {
 				since[op.Job] = op.At
 			}
 		case Resume:
+			mayStop(op.Job, op.At)
 			stop(op.Job, op.At)
 		}
+	}
+	for job := range maySince {
+		mayStop(job, c.end)
 	}
 	for job, p := range since {
 		end := c.end
@@ -173,6 +206,9 @@ func newChecker(sc *Scenario, h *History) *checker {
 			}
 		}
 		c.paused[job] = append(c.paused[job], span{p, end})
+		if end.Before(c.end) && slices.Contains(c.lossy, end) {
+			c.mayPause[job] = append(c.mayPause[job], span{end, c.end})
+		}
 	}
 	return c
 }
@@ -190,6 +226,17 @@ func (c *checker) healthy(a, b time.Time) bool {
 		}
 	}
 	return true
+}
+
+// lossBetween reports whether a failover in [a, b] lost some writes, and
+// perhaps not all.
+func (c *checker) lossBetween(a, b time.Time) bool {
+	for _, f := range c.lossy {
+		if !f.Before(a) && !f.After(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // flushed reports whether Redis lost every key in [a, b].
@@ -301,9 +348,10 @@ func (c *checker) anyUpThrough(a, b time.Time) bool {
 	return false
 }
 
-// pausedDuring reports whether job was paused at any time in [a, b].
+// pausedDuring reports whether job was, or may have been, paused at any
+// time in [a, b].
 func (c *checker) pausedDuring(job string, a, b time.Time) bool {
-	for _, s := range c.paused[job] {
+	for _, s := range append(slices.Clone(c.paused[job]), c.mayPause[job]...) {
 		if s.meets(a, b) {
 			return true
 		}
@@ -709,6 +757,7 @@ func (c *checker) durationSlotsRun(j *Job) {
 	}
 	busy = append(busy, c.bad...)
 	busy = append(busy, c.paused[j.Name]...)
+	busy = append(busy, c.mayPause[j.Name]...)
 	slices.SortFunc(busy, func(a, b span) int { return a.from.Compare(b.from) })
 	for i := range Replicas {
 		for _, u := range c.up[i] {
@@ -767,23 +816,25 @@ func (c *checker) requests(j *Job) {
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
-	pending := false
+	// maybe: a lossy failover since the last request may have kept it
+	// or lost it.
+	pending, maybe := false, false
 	var last time.Time
 	for _, e := range evs {
 		if pending && c.flushed(last, e.at) {
-			pending = false
+			pending, maybe = false, c.lossBetween(last, e.at)
 		}
 		if e.run == nil {
 			if !pending {
 				c.served(j, e.at, runs)
 			}
-			pending, last = true, e.at
+			pending, maybe, last = true, false, e.at
 			continue
 		}
-		if !pending {
+		if !pending && !maybe {
 			c.add("I6", "unrequested", j.Name, e.at, "a requested run with no request waiting: %s", describe(e.run))
 		}
-		pending = false
+		pending, maybe = false, false
 	}
 }
 

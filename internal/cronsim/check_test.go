@@ -65,6 +65,33 @@ func aloneAtStart(tick bool) *History {
 	return &History{Runs: runs, Admin: admin}
 }
 
+// requestAcross is a scenario whose Redis fails over (kind Failover,
+// without WithReplicas) or restarts (RedisRestart) at 11:31, for a minute.
+func requestAcross(kind EventKind) *Scenario {
+	sc := crafted(everyHour, 1)
+	e := Event{At: 91 * time.Minute, Kind: kind, D: time.Minute}
+	if kind == Failover {
+		e.At, e.Lag = e.At-5*time.Millisecond, 5*time.Millisecond
+	}
+	sc.Events = []Event{e}
+	return sc
+}
+
+// requestAcrossHistory is an hourly job's history whose run-now request
+// of 11:30:58 runs at 11:32:30, after Redis is back.
+func requestAcrossHistory() *History {
+	return &History{
+		Runs: []Run{
+			run(everyHour, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil),
+			run(everyHour, 1, at(11, 0), time.Second, cron.TriggerSchedule, 1, nil),
+			run(everyHour, 2, at(11, 32).Add(30*time.Second), time.Second, cron.TriggerRequest, 1, nil),
+			run(everyHour, 0, at(12, 0), time.Second, cron.TriggerSchedule, 1, nil),
+			run(everyHour, 0, at(13, 0), time.Second, cron.TriggerSchedule, 1, nil),
+		},
+		Admin: []AdminOp{{At: at(11, 30).Add(58 * time.Second), Kind: RunNow, Job: "j0"}},
+	}
+}
+
 // TestCheck gives Check histories that break each invariant, and the ones
 // that the protocol allows: it reports the first, and not the second.
 func TestCheck(t *testing.T) {
@@ -101,6 +128,68 @@ func TestCheck(t *testing.T) {
 				runs[1].End = at(11, 10)
 				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil))}
 			},
+		},
+		{
+			name: "two runs at once, a failover without WithReplicas between", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 62 * time.Minute, Kind: Failover, Lag: 5 * time.Millisecond, D: time.Second}}
+				return sc
+			},
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End = at(11, 10)
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil))}
+			},
+		},
+		{
+			name: "two runs at once, a failover with WithReplicas between", want: "I1", about: "two runs at once",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Replicated = true
+				sc.Events = []Event{{At: 62 * time.Minute, Kind: Failover, Lag: 5 * time.Millisecond, D: time.Second}}
+				return sc
+			},
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End = at(11, 10)
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil))}
+			},
+		},
+		{
+			// Seed 16: the pause outlived a failover that lost other
+			// writes; the checker owed the slot after it.
+			name: "a pause that a failover without WithReplicas kept", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 1)
+				sc.Events = []Event{{At: 90 * time.Minute, Kind: Failover, Lag: 5 * time.Millisecond, D: time.Second}}
+				return sc
+			},
+			h: func() *History {
+				return &History{Runs: hourlyRuns()[:2], Admin: []AdminOp{{At: at(11, 10), Kind: Pause, Job: "j0"}}}
+			},
+		},
+		{
+			name: "a pause that a failover with WithReplicas kept, not kept", want: "I5", about: "while paused",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 1)
+				sc.Replicated = true
+				sc.Events = []Event{{At: 90 * time.Minute, Kind: Failover, Lag: 5 * time.Millisecond, D: time.Second}}
+				return sc
+			},
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Admin: []AdminOp{{At: at(11, 10), Kind: Pause, Job: "j0"}}}
+			},
+		},
+		{
+			name: "a request that a failover without WithReplicas kept", want: "",
+			sc:   func() *Scenario { return requestAcross(Failover) },
+			h:    requestAcrossHistory,
+		},
+		{
+			name: "a request that a restart lost, run", want: "I6", about: "no request waiting",
+			sc:   func() *Scenario { return requestAcross(RedisRestart) },
+			h:    requestAcrossHistory,
 		},
 		{
 			name: "a run that ignored its cancelled context", want: "",

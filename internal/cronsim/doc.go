@@ -27,7 +27,12 @@
 // to 3 hours later), Redis down (up to 15 minutes), stalled (up to 3
 // minutes) or restarted empty, a clock step and its correction, a pause
 // and its resume, a run-now request, or a rolling deploy of a job's second
-// release. [Simulate] plays it and returns its [History]; the same
+// release. Half the seeds run with a Db that waits for a replica
+// (lock.WithReplicas), and about one in eight simulated hours, from a
+// stream of its own, Redis fails over to its replica (crontest's
+// RedisFailover: the writes of the last 1 to 20 ms that no WAIT
+// acknowledged are lost, and Redis is down for 1 to 30 s). [Simulate]
+// plays it and returns its [History]; the same
 // scenario gives the same history to the nanosecond: no two replicas act
 // at one instant of the bubble's clock.
 //
@@ -68,7 +73,9 @@
 //   - I8: a catch-up never runs a slot from before the job first started.
 //
 // They are weakened only where the protocol promises less: Redis losing
-// every key forgets pauses, requests and slots (I1, I2, I3, I5, I6); a
+// every key forgets pauses, requests and slots (I1, I2, I3, I5, I6), and
+// so does a failover without WithReplicas (with it, a failover is only
+// an outage); a
 // replica whose clock is more than 10 s off, or was stepped, lets slots go
 // (I4, and I2's lease spacing); a killed replica holds the job for its run
 // lease; nothing is owed while Redis is down or stalled; and a slot that

@@ -33,6 +33,9 @@ type Scenario struct {
 	// Redis. Both are distinct, so that no two replicas act at one instant.
 	Offsets, Latencies [Replicas]time.Duration
 	Jobs               []Job
+	// Replicated is whether the jobs' Db, and the operator's, wait for a
+	// replica (lock.WithReplicas(1, time.Second)).
+	Replicated bool
 	// Events are the faults and commands, by At.
 	Events []Event
 }
@@ -179,7 +182,8 @@ type Event struct {
 	Kind    EventKind
 	Replica int
 	Job     string        // of Pause, Resume, RunNow and Deploy
-	D       time.Duration // of RedisDown, RedisStall, RedisRestart (down), StepClock
+	D       time.Duration // of RedisDown, RedisStall, RedisRestart and Failover (down), StepClock
+	Lag     time.Duration // of Failover: how long after it the master fails
 	Version int           // of Deploy
 }
 
@@ -199,10 +203,13 @@ const (
 	Resume
 	RunNow
 	Deploy
+	// Failover is crontest's RedisFailover: the writes of the last Lag
+	// that no WAIT acknowledged are lost, and Redis is down for D.
+	Failover
 	numEventKinds
 )
 
-var eventNames = [numEventKinds]string{"kill", "restart", "redis-down", "redis-stall", "redis-restart", "step-clock", "pause", "resume", "run-now", "deploy"}
+var eventNames = [numEventKinds]string{"kill", "restart", "redis-down", "redis-stall", "redis-restart", "step-clock", "pause", "resume", "run-now", "deploy", "failover"}
 
 func (k EventKind) String() string { return eventNames[k] }
 
@@ -216,6 +223,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("%v r%d %+v", e.Kind, e.Replica, e.D)
 	case Deploy:
 		return fmt.Sprintf("%v r%d %s v%d", e.Kind, e.Replica, e.Job, e.Version)
+	case Failover:
+		return fmt.Sprintf("%v lag %v, down %s", e.Kind, e.Lag, short(e.D))
 	}
 	return fmt.Sprintf("%v %s", e.Kind, e.Job)
 }
@@ -252,6 +261,20 @@ func Generate(seed int64, span time.Duration) *Scenario {
 		sc.Jobs = append(sc.Jobs, genJob(r, fmt.Sprintf("j%d", j), sc.Start, span))
 	}
 	sc.Events = genEvents(r, sc)
+	// Failovers come from a stream of their own, so that the other draws
+	// of a seed are what they were before the simulator had them.
+	f := rand.New(rand.NewPCG(uint64(seed), 0xfa11))
+	sc.Replicated = f.IntN(2) == 0
+	for range int(sc.Span / (4 * time.Hour)) {
+		if f.IntN(2) == 0 {
+			sc.Events = append(sc.Events, Event{
+				At: time.Duration(f.Int64N(int64(span))), Kind: Failover,
+				Lag: time.Millisecond + time.Duration(f.Int64N(int64(20*time.Millisecond))),
+				D:   time.Second + time.Duration(f.Int64N(int64(30*time.Second))),
+			})
+		}
+	}
+	slices.SortStableFunc(sc.Events, func(a, b Event) int { return int(a.At - b.At) })
 	return sc
 }
 

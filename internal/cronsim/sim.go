@@ -176,7 +176,7 @@ func (w *world) run() {
 		crontest.WithRedisLatency(sc.Latencies[:]...),
 		crontest.WithCronOptions(cron.WithLogger(slog.New(sink))))
 	rdb := w.c.Client()
-	admin := cron.NewAdmin(lock.NewDb(rdb))
+	admin := cron.NewAdmin(lock.NewDb(rdb, w.dbOptions()...))
 	ctx := context.Background()
 
 	probe := sc.Start.Add(probeEvery / 2).Add(7) // off every other instant
@@ -199,12 +199,20 @@ func (w *world) run() {
 	w.collect()
 }
 
+// dbOptions are the options of the jobs' Db and the operator's.
+func (w *world) dbOptions() []lock.DbOption {
+	if w.sc.Replicated {
+		return []lock.DbOption{lock.WithReplicas(1, time.Second)}
+	}
+	return nil
+}
+
 // jobs is the cluster's jobs function: a fresh copy of each job, in the
 // release that the replica being started runs.
 func (w *world) jobs(rdb *redis.Client) []cron.Job {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	db := lock.NewDb(rdb)
+	db := lock.NewDb(rdb, w.dbOptions()...)
 	out := make([]cron.Job, 0, len(w.sc.Jobs))
 	for i := range w.sc.Jobs {
 		j := &w.sc.Jobs[i]
@@ -290,6 +298,9 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 	case RedisRestart:
 		w.c.RedisRestart(e.D)
 		w.downUntil = later(w.downUntil, now.Add(e.D))
+	case Failover:
+		w.c.RedisFailover(e.Lag, e.D)
+		w.downUntil = later(w.downUntil, now.Add(e.Lag+e.D))
 	case StepClock:
 		w.c.StepClock(e.Replica, e.D)
 	case Deploy:

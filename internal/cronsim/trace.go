@@ -39,6 +39,9 @@ func (sc *Scenario) String() string {
 	for _, l := range sc.Latencies {
 		fmt.Fprintf(&b, " %v", l.Round(time.Microsecond))
 	}
+	if sc.Replicated {
+		b.WriteString("; Db WithReplicas(1, 1s)")
+	}
 	b.WriteByte('\n')
 	for _, j := range sc.Jobs {
 		fmt.Fprintf(&b, "%s %v attempts %d", j.Name, j.Versions[0].Policy, j.Versions[0].Attempts)

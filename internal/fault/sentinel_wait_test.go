@@ -85,35 +85,8 @@ func TestSentinelFailoverWait(t *testing.T) {
 func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 	t.Helper()
 	ctx := t.Context()
-	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
-	link := fault.NewProxy(t, master.Addr())
-	link.SetLatency(replLag, 0)
-	_, port, _ := strings.Cut(link.Addr(), ":")
-	replica := redistest.Start(t, "--replicaof", "127.0.0.1", port)
-	if n, err := master.Client(t).Wait(ctx, 1, 10*time.Second).Result(); n != 1 || err != nil {
-		t.Fatalf("the replica did not connect: WAIT = %v, %v", n, err)
-	}
-	sentinel := redistest.StartSentinel(t, master)
-	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel.Addr(), Protocol: 2, DisableIdentity: true})
-	t.Cleanup(func() { sc.Close() })
-	set := func(opt, v string) {
-		if err := sc.Set(ctx, redistest.SentinelMaster, opt, v).Err(); err != nil {
-			t.Fatalf("SENTINEL SET %s: %v", opt, err)
-		}
-	}
-	// The Sentinel takes the master for dead after 5 s without an answer
-	// (the rig's setting) while the holder takes its locks, and after
-	// 200 ms once the master is killed: on a busy machine a master that
-	// is alive but slow to answer missed 200 ms, and the Sentinel failed
-	// it over in the middle of the acquires, before the test's crash
-	// (seen as "use of closed network connection": the failover client
-	// closes its connections to the old master).
-	set("failover-timeout", "2000")
-	_, rport, _ := strings.Cut(replica.Addr(), ":")
-	poll(t, 20*time.Second, "the Sentinel to see the replica", func() bool {
-		rs, err := sc.Replicas(ctx, redistest.SentinelMaster).Result()
-		return err == nil && len(rs) == 1 && rs[0]["port"] == rport && rs[0]["flags"] == "slave" && rs[0]["master-link-status"] == "ok"
-	})
+	g := startSentinelGroup(t, 1, replLag)
+	master, replica, sentinel, sc := g.master, g.replicas[0], g.sentinel, g.sc
 
 	var opts []lock.DbOption
 	if wait {
@@ -136,20 +109,8 @@ func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 			toks = append(toks, i)
 		}
 	}
-	// The master's host fails: what is in flight on its link is lost.
-	set("down-after-milliseconds", "200")
-	link.Blackhole()
-	link.Cut()
-	master.Kill(t)
-
-	poll(t, 30*time.Second, "the Sentinel to promote the replica", func() bool {
-		addr, err := sc.GetMasterAddrByName(ctx, redistest.SentinelMaster).Result()
-		return err == nil && len(addr) == 2 && addr[1] == rport
-	})
-	poll(t, 10*time.Second, "the replica to take writes", func() bool {
-		role, err := replica.Client(t).Do(ctx, "ROLE").Slice()
-		return err == nil && len(role) > 0 && role[0] == "master"
-	})
+	g.crash(t)
+	g.promoted(t)
 	second := lock.NewDb(failoverClient(t, sentinel))
 	for _, i := range toks {
 		tok, err := l.TryLock(ctx, second, i)
@@ -161,6 +122,123 @@ func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 		}
 	}
 	return len(toks), stolen, notReplicated
+}
+
+// sentinelGroup is a master, replicas that each follow it through a
+// proxy adding a replication lag each way, and a Sentinel that monitors them, as one
+// round of a failover scenario starts them.
+type sentinelGroup struct {
+	master   *redistest.Server
+	replicas []*redistest.Server
+	links    []*fault.Proxy
+	sentinel *redistest.Sentinel
+	sc       *redis.SentinelClient
+}
+
+// startSentinelGroup starts a sentinelGroup of n replicas lag behind and
+// returns once they have synced and the Sentinel sees them.
+func startSentinelGroup(t *testing.T, n int, lag time.Duration) *sentinelGroup {
+	t.Helper()
+	ctx := t.Context()
+	g := &sentinelGroup{master: redistest.Start(t, "--repl-diskless-sync-delay", "0")}
+	ports := make(map[string]bool)
+	for range n {
+		link := fault.NewProxy(t, g.master.Addr())
+		link.SetLatency(lag, 0)
+		_, port, _ := strings.Cut(link.Addr(), ":")
+		replica := redistest.Start(t, "--replicaof", "127.0.0.1", port)
+		g.links, g.replicas = append(g.links, link), append(g.replicas, replica)
+		_, rport, _ := strings.Cut(replica.Addr(), ":")
+		ports[rport] = true
+	}
+	// A write and its WAIT on one connection: the replicas have synced (a
+	// WAIT after no write answers at once with the replicas connected).
+	p := g.master.Client(t).Pipeline()
+	p.Set(ctx, "synced", 1, 0)
+	wait := redis.NewIntCmd(ctx, "wait", n, 10000)
+	_ = p.Process(ctx, wait)
+	if _, err := p.Exec(ctx); err != nil || wait.Val() != int64(n) {
+		t.Fatalf("the replicas did not sync: WAIT = %v, %v", wait.Val(), err)
+	}
+	g.sentinel = redistest.StartSentinel(t, g.master)
+	g.sc = redis.NewSentinelClient(&redis.Options{Addr: g.sentinel.Addr(), Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { g.sc.Close() })
+	// The Sentinel takes the master for dead after 5 s without an answer
+	// (the rig's setting) while the scenario runs, and after 200 ms once
+	// the master is killed (see crash): on a busy machine a master that
+	// is alive but slow to answer missed 200 ms, and the Sentinel failed
+	// it over in the middle of the acquires, before the test's crash
+	// (seen as "use of closed network connection": the failover client
+	// closes its connections to the old master).
+	g.set(t, "failover-timeout", "2000")
+	poll(t, 20*time.Second, "the Sentinel to see the replicas", func() bool {
+		rs, err := g.sc.Replicas(ctx, redistest.SentinelMaster).Result()
+		if err != nil || len(rs) != n {
+			return false
+		}
+		for _, r := range rs {
+			if !ports[r["port"]] || r["flags"] != "slave" || r["master-link-status"] != "ok" {
+				return false
+			}
+		}
+		return true
+	})
+	return g
+}
+
+// set sets one of the Sentinel's options for the group's master.
+func (g *sentinelGroup) set(t *testing.T, opt, v string) {
+	t.Helper()
+	if err := g.sc.Set(t.Context(), redistest.SentinelMaster, opt, v).Err(); err != nil {
+		t.Fatalf("SENTINEL SET %s: %v", opt, err)
+	}
+}
+
+// crash fails the master's host: what is in flight on its links is lost
+// (a SIGKILLed process on loopback would still have its kernel deliver
+// it), and the master is killed. The Sentinel takes it for dead after
+// 200 ms.
+func (g *sentinelGroup) crash(t *testing.T) {
+	t.Helper()
+	// The links go dark first: the Sentinel's round trip that follows
+	// would otherwise give the replicas a millisecond or more to catch
+	// up.
+	for _, link := range g.links {
+		link.Blackhole()
+	}
+	g.set(t, "down-after-milliseconds", "200")
+	for _, link := range g.links {
+		link.Cut()
+	}
+	g.master.Kill(t)
+}
+
+// promoted waits until the Sentinel has promoted a replica and it takes
+// writes, and returns it.
+func (g *sentinelGroup) promoted(t *testing.T) *redistest.Server {
+	t.Helper()
+	ctx := t.Context()
+	var promoted *redistest.Server
+	// A Sentinel whose failover attempt timed out (failover-timeout, 2 s)
+	// tries again after twice that.
+	poll(t, time.Minute, "the Sentinel to promote a replica", func() bool {
+		addr, err := g.sc.GetMasterAddrByName(ctx, redistest.SentinelMaster).Result()
+		if err != nil || len(addr) != 2 {
+			return false
+		}
+		for _, r := range g.replicas {
+			if _, port, _ := strings.Cut(r.Addr(), ":"); port == addr[1] {
+				promoted = r
+				return true
+			}
+		}
+		return false
+	})
+	poll(t, 10*time.Second, "the replica to take writes", func() bool {
+		role, err := promoted.Client(t).Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master"
+	})
+	return promoted
 }
 
 // failoverClient is a Sentinel failover client with the rig's timeouts.
