@@ -183,13 +183,13 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "a request that a failover without WithReplicas kept", want: "",
-			sc:   func() *Scenario { return requestAcross(Failover) },
-			h:    requestAcrossHistory,
+			sc: func() *Scenario { return requestAcross(Failover) },
+			h:  requestAcrossHistory,
 		},
 		{
 			name: "a request that a restart lost, run", want: "I6", about: "no request waiting",
-			sc:   func() *Scenario { return requestAcross(RedisRestart) },
-			h:    requestAcrossHistory,
+			sc: func() *Scenario { return requestAcross(RedisRestart) },
+			h:  requestAcrossHistory,
 		},
 		{
 			name: "a run that ignored its cancelled context", want: "",
