@@ -37,7 +37,9 @@
 // [Cluster.RedisDown] makes every Redis command of every replica fail for a
 // while, as an unreachable server does; [Cluster.RedisStall] holds them for
 // a while, as a busy server does; [Cluster.RedisRestart] empties Redis, as
-// a restart without persistence does. [Cluster.StepClock] steps one
+// a restart without persistence does; [Cluster.RedisFailover] promotes a
+// replica that lacks the last writes that no WAIT acknowledged, as a
+// Sentinel does after the master's host crashed. [Cluster.StepClock] steps one
 // replica's clock, as an NTP correction or a suspended machine does.
 // [WithRedisLatency] gives each replica's commands a latency. The test's
 // own client, [Cluster.Client], reads Redis through none of these faults,
