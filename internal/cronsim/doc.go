@@ -31,7 +31,8 @@
 // (lock.WithReplicas), and about one in eight simulated hours, from a
 // stream of its own, Redis fails over to its replica (crontest's
 // RedisFailover: the writes of the last 1 to 20 ms that no WAIT
-// acknowledged are lost, and Redis is down for 1 to 30 s). [Simulate]
+// acknowledged are lost, and Redis is down for 1 to 30 s), three times
+// in four just as a replica's claim of a Cron slot reaches it. [Simulate]
 // plays it and returns its [History]; the same
 // scenario gives the same history to the nanosecond: no two replicas act
 // at one instant of the bubble's clock.

@@ -266,12 +266,27 @@ func Generate(seed int64, span time.Duration) *Scenario {
 	f := rand.New(rand.NewPCG(uint64(seed), 0xfa11))
 	sc.Replicated = f.IntN(2) == 0
 	for range int(sc.Span / (4 * time.Hour)) {
-		if f.IntN(2) == 0 {
-			sc.Events = append(sc.Events, Event{
-				At: time.Duration(f.Int64N(int64(span))), Kind: Failover,
-				Lag: time.Millisecond + time.Duration(f.Int64N(int64(20*time.Millisecond))),
-				D:   time.Second + time.Duration(f.Int64N(int64(30*time.Second))),
-			})
+		if f.IntN(2) != 0 {
+			continue
+		}
+		e := Event{
+			At: time.Duration(f.Int64N(int64(span))), Kind: Failover,
+			Lag: time.Millisecond + time.Duration(f.Int64N(int64(20*time.Millisecond))),
+			D:   time.Second + time.Duration(f.Int64N(int64(30*time.Second))),
+		}
+		// Three in four come as a replica's tick claims a Cron slot, so
+		// that its writes are the ones in flight: the replica's clock
+		// reaches the slot's start, and its claim reaches Redis a
+		// latency later, within the lag before the master fails.
+		j, i, aim := &sc.Jobs[f.IntN(len(sc.Jobs))], f.IntN(Replicas), f.IntN(4) > 0
+		if p := j.Versions[0].Policy; aim && p.Shared() {
+			if slot, ok := p.Interval(false).NextSlot(sc.Start.Add(e.At)); ok {
+				claim := slot.Start.Add(-sc.Offsets[i]).Add(sc.Latencies[i])
+				e.At = claim.Sub(sc.Start) - time.Duration(f.Int64N(int64(e.Lag)))
+			}
+		}
+		if e.At >= 0 && e.At < span {
+			sc.Events = append(sc.Events, e)
 		}
 	}
 	slices.SortStableFunc(sc.Events, func(a, b Event) int { return int(a.At - b.At) })
