@@ -304,8 +304,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	sent := time.Now()
-	repl := s.repl
-	cmd, n, _ := claimScript.RunWait(ctx, s.c, repl, s.keys,
+	cmd, acks, _ := claimScript.RunWait(ctx, s.c, s.repl, s.keys,
 		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
 		s.catchUp.Milliseconds(), s.every.Milliseconds())
@@ -313,7 +312,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	if err != nil {
 		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
 	}
-	acked = n >= int64(repl.N)
+	acked = acks >= int64(s.repl.N)
 	code, n, text, id := claimReply(reply)
 	c = claimed{slot: id, quiet: mode == modeCatchUp}
 	switch code {
