@@ -94,11 +94,9 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	}
 	// R15, R16 with a Db that waits for replicas: the master has the
 	// command; a failover before a replica has it too would undo it.
-	var short error
-	if werr != nil {
-		short = fmt.Errorf("cron: %s %q: recorded, but %w: WAIT: %w", op, job, lock.ErrNotReplicated, werr)
-	} else if acked < int64(repl.N) {
-		short = fmt.Errorf("cron: %s %q: recorded, but %w: %d of %d replicas within %d ms", op, job, lock.ErrNotReplicated, acked, repl.N, repl.WaitMs)
+	short := replicated(repl, acked, werr)
+	if short != nil {
+		short = fmt.Errorf("cron: %s %q: recorded, but %w", op, job, short)
 	}
 	if op != "run" {
 		return short

@@ -490,11 +490,16 @@ func (l *runLease) Deadline() time.Time {
 // acknowledge a write, else an error wrapping lock.ErrNotReplicated, with
 // werr, the WAIT's own error, if any.
 func (s *jobState) replicated(acked int64, werr error) error {
+	return replicated(s.repl, acked, werr)
+}
+
+// replicated is jobState.replicated for a Db that asks for repl.
+func replicated(repl redisscript.Replication, acked int64, werr error) error {
 	switch {
 	case werr != nil:
 		return fmt.Errorf("%w: WAIT: %w", lock.ErrNotReplicated, werr)
-	case acked < int64(s.repl.N):
-		return fmt.Errorf("%w: %d of %d replicas within %d ms", lock.ErrNotReplicated, acked, s.repl.N, s.repl.WaitMs)
+	case acked < int64(repl.N):
+		return fmt.Errorf("%w: %d of %d replicas within %d ms", lock.ErrNotReplicated, acked, repl.N, repl.WaitMs)
 	}
 	return nil
 }
