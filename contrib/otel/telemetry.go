@@ -48,6 +48,7 @@
 //	too_many_runs     cron.ReasonTooManyRuns: an AfterStart job had its limit of runs going
 //	admission_failed  cron.ReasonAdmissionFailed: the admission (a leased job's claim in Redis) failed
 //	not_admitted      cron.ReasonNotAdmitted: an Admission refused without a reason
+//	not_replicated    cron.ReasonNotReplicated: no replica acknowledged the claim (lock.WithReplicas)
 //	other             any other reason: an Admission's own, or one that a later runtime adds
 //
 // An Admission's own reason is free text, so it counts as other: an

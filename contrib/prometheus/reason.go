@@ -16,6 +16,7 @@ var reasonLabels = map[string]string{
 	cron.ReasonTooManyRuns:     "too_many_runs",
 	cron.ReasonAdmissionFailed: "admission_failed",
 	cron.ReasonNotAdmitted:     "not_admitted",
+	cron.ReasonNotReplicated:   "not_replicated",
 }
 
 // reasonOther is the reason label of every other reason: an Admission's
