@@ -212,14 +212,7 @@ func BenchmarkRunReplicas(b *testing.B) {
 	master := redistest.Start(b, "--repl-diskless-sync-delay", "0")
 	_, port, _ := strings.Cut(master.Addr(), ":")
 	redistest.Start(b, "--replicaof", "127.0.0.1", port)
-	ctx := context.Background()
-	p := master.Client(b).Pipeline()
-	p.Set(ctx, "synced", 1, 0)
-	wait := redis.NewIntCmd(ctx, "wait", 1, 10000)
-	_ = p.Process(ctx, wait)
-	if _, err := p.Exec(ctx); err != nil || wait.Val() != 1 {
-		b.Fatalf("the replica did not sync: WAIT = %v, %v", wait.Val(), err)
-	}
+	redistest.WaitReplicas(b, master, 1)
 	for _, tc := range []struct {
 		name string
 		opts []lock.DbOption

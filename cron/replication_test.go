@@ -320,16 +320,7 @@ func TestReplicationRealReplica(t *testing.T) {
 	_, port, _ := strings.Cut(master.Addr(), ":")
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", port)
 	ctx := t.Context()
-	// A write and its WAIT on one connection: the replica has synced (a
-	// WAIT after no write answers at once with the replicas connected,
-	// synced or not).
-	p := master.Client(t).Pipeline()
-	p.Set(ctx, "synced", 1, 0)
-	wait := redis.NewIntCmd(ctx, "wait", 1, 10000)
-	_ = p.Process(ctx, wait)
-	if _, err := p.Exec(ctx); err != nil || wait.Val() != 1 {
-		t.Fatalf("the replica did not sync: WAIT = %v, %v", wait.Val(), err)
-	}
+	redistest.WaitReplicas(t, master, 1)
 	// A replica on a busy machine can take a while to answer: a WAIT of
 	// up to 500 ms, and 3 s (half the run lease) to confirm a claim.
 	db := lock.NewDb(master.Client(t), lock.WithReplicas(1, 500*time.Millisecond))

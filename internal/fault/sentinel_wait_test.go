@@ -151,15 +151,7 @@ func startSentinelGroup(t *testing.T, n int, lag time.Duration) *sentinelGroup {
 		_, rport, _ := strings.Cut(replica.Addr(), ":")
 		ports[rport] = true
 	}
-	// A write and its WAIT on one connection: the replicas have synced (a
-	// WAIT after no write answers at once with the replicas connected).
-	p := g.master.Client(t).Pipeline()
-	p.Set(ctx, "synced", 1, 0)
-	wait := redis.NewIntCmd(ctx, "wait", n, 10000)
-	_ = p.Process(ctx, wait)
-	if _, err := p.Exec(ctx); err != nil || wait.Val() != int64(n) {
-		t.Fatalf("the replicas did not sync: WAIT = %v, %v", wait.Val(), err)
-	}
+	redistest.WaitReplicas(t, g.master, n)
 	g.sentinel = redistest.StartSentinel(t, g.master)
 	g.sc = redis.NewSentinelClient(&redis.Options{Addr: g.sentinel.Addr(), Protocol: 2, DisableIdentity: true})
 	t.Cleanup(func() { g.sc.Close() })
