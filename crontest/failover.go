@@ -19,8 +19,8 @@ import (
 type replication struct {
 	raw      *redis.Client // no hook: for the snapshots; guarded by Cluster.mu
 	mu       sync.Mutex
-	window   bool     // a failover is due
-	replica  snapshot // what the replica has, while window
+	due      int      // failovers announced that have not come yet
+	replica  snapshot // what the replica has, while due > 0
 	failures uint64   // failovers so far
 }
 
@@ -71,31 +71,51 @@ return out`)
 // At any other time a WAIT is answered at once with the replicas it asks
 // for, as by replicas that keep up. A WAIT whose script reached the
 // master before a failover is answered with none.
+//
+// Failovers may overlap, as when the promoted replica's host fails in
+// turn. A call while another failover is due does not bring the lagging
+// replica up to date: it keeps what it has. At a failover that another
+// one follows, the promoted replica's own replica starts with what it
+// has, and gains what WAITs acknowledge from then on.
 func (c *Cluster) RedisFailover(lag, down time.Duration) {
 	c.tb.Helper()
-	snap, err := c.snapshot()
-	if err != nil {
-		c.tb.Errorf("crontest: RedisFailover: %v", err)
-		return
-	}
 	c.repl.mu.Lock()
-	c.repl.window, c.repl.replica = true, snap
-	c.repl.mu.Unlock()
+	defer c.repl.mu.Unlock()
+	if c.repl.due == 0 {
+		snap, err := c.snapshot()
+		if err != nil {
+			c.tb.Errorf("crontest: RedisFailover: %v", err)
+			return
+		}
+		c.repl.replica = snap
+	}
+	c.repl.due++
 	time.AfterFunc(lag, func() { c.failOver(down) })
 }
 
-// failOver is the failover that RedisFailover announced.
+// failOver is a failover that RedisFailover announced.
 func (c *Cluster) failOver(down time.Duration) {
 	c.repl.mu.Lock()
 	defer c.repl.mu.Unlock()
 	c.repl.failures++
-	c.repl.window = false
+	c.repl.due--
 	c.RedisDown(down)
 	c.redis.FlushAll()
 	if err := c.restore(c.repl.replica); err != nil {
 		c.tb.Errorf("crontest: RedisFailover: %v", err)
 	}
-	c.repl.replica = snapshot{}
+	if c.repl.due == 0 {
+		c.repl.replica = snapshot{}
+	} else {
+		// The next failover's replica starts as a copy of the master it
+		// serves now: what was just restored, with its TTLs counted from
+		// now.
+		snap, err := c.snapshot()
+		if err != nil {
+			c.tb.Errorf("crontest: RedisFailover: %v", err)
+		}
+		c.repl.replica = snap
+	}
 	if err := c.rawClient().ScriptFlush(context.Background()).Err(); err != nil {
 		c.tb.Errorf("crontest: RedisFailover: flushing the scripts: %v", err)
 	}
@@ -125,7 +145,7 @@ func (c *Cluster) acknowledge(before uint64, cmds []redis.Cmder) {
 			wait.SetVal(0)
 			continue
 		}
-		if c.repl.window {
+		if c.repl.due > 0 {
 			snap, err := c.snapshot()
 			if err != nil {
 				c.repl.mu.Unlock()
