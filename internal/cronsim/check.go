@@ -649,7 +649,12 @@ func (c *checker) cronSlotsRun(j *Job) {
 // ran again (I4), unless Redis lost the record meanwhile.
 func (c *checker) retried(j *Job, s *slot) {
 	last := s.runs[len(s.runs)-1]
-	if c.closing(j, s, true) != nil || len(s.runs) >= j.Versions[last.Version].Attempts {
+	// The attempts the record counts: the runs since it was last lost, or
+	// more, as the last run's attempt says, if a failover kept some from
+	// before (seed 3886: a failover kept the first attempt, and the third,
+	// the last, lost its lease).
+	tried := max(len(s.runs), last.Tick.Attempt)
+	if c.closing(j, s, true) != nil || tried >= j.Versions[last.Version].Attempts {
 		return
 	}
 	backoff := j.Backoff
@@ -686,7 +691,7 @@ func (c *checker) retried(j *Job, s *slot) {
 		for _, at := range []time.Time{last.End, due} {
 			w := j.Versions[c.version(i, j.Name, at)]
 			next, ok := w.Policy.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
-			if ok && next.Start.Equal(s.start) && len(s.runs) >= w.Attempts && c.upDuring(i, last.End, due) {
+			if ok && next.Start.Equal(s.start) && tried >= w.Attempts && c.upDuring(i, last.End, due) {
 				return
 			}
 		}
@@ -697,7 +702,7 @@ func (c *checker) retried(j *Job, s *slot) {
 		// window of a slot both schedules share (PROTOCOL.md, Limits;
 		// seed 8009346).
 		has := ok && next.Start.Equal(s.start) && due.Before(next.LeaseEnd(0))
-		owed = owed || has && len(s.runs) < v.Attempts && c.upThrough(i, last.Start, due)
+		owed = owed || has && tried < v.Attempts && c.upThrough(i, last.Start, due)
 	}
 	if !owed || c.aloneAtStart(s, last, due) {
 		return

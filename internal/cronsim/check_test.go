@@ -10,6 +10,7 @@ import (
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/crontest"
+	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
 // at is an instant of the crafted histories: Monday at hh:mm.
@@ -89,6 +90,27 @@ func requestAcrossHistory() *History {
 			run(everyHour, 0, at(13, 0), time.Second, cron.TriggerSchedule, 1, nil),
 		},
 		Admin: []AdminOp{{At: at(11, 30).Add(58 * time.Second), Kind: RunNow, Job: "j0"}},
+	}
+}
+
+// attemptsAcross is a job of 2 attempts whose Redis fails over (without
+// WithReplicas) at 11:00:30, for a second.
+func attemptsAcross() *Scenario {
+	sc := crafted(hourlySpec, 2)
+	sc.Events = []Event{{At: 60*time.Minute + 30*time.Second - 5*time.Millisecond, Kind: Failover, Lag: 5 * time.Millisecond, D: time.Second}}
+	return sc
+}
+
+// attemptsAcrossHistory is the history of attemptsAcross: the slot of 11:00
+// fails its first attempt before Redis fails, and then a run of the given
+// attempt loses its lease.
+func attemptsAcrossHistory(attempt int) func() *History {
+	return func() *History {
+		runs := hourlyRuns()
+		runs[1].Err = errPlanned
+		r := run(hourlySpec, 2, at(11, 1), time.Minute, cron.TriggerRetry, attempt, lock.ErrLeaseLost)
+		r.Cancelled = r.End
+		return &History{Runs: slices.Insert(runs, 2, r)}
 	}
 }
 
@@ -180,6 +202,16 @@ func TestCheck(t *testing.T) {
 			h: func() *History {
 				return &History{Runs: hourlyRuns(), Admin: []AdminOp{{At: at(11, 10), Kind: Pause, Job: "j0"}}}
 			},
+		},
+		{
+			// Seed 3886: the failover kept the slot's first attempt; the
+			// checker counted the runs after it, and owed another.
+			name: "attempts that a failover without WithReplicas kept", want: "",
+			sc: attemptsAcross, h: attemptsAcrossHistory(2),
+		},
+		{
+			name: "attempts that a failover without WithReplicas lost", want: "I4", about: "with attempts left",
+			sc: attemptsAcross, h: attemptsAcrossHistory(1),
 		},
 		{
 			name: "a request that a failover without WithReplicas kept", want: "",
