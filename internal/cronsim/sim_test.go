@@ -3,6 +3,7 @@ package cronsim
 import (
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -77,6 +78,7 @@ func TestSimulate(t *testing.T) {
 	results := make([]*seedResult, n)
 	var next atomic.Int64
 	var firstFail atomic.Int64 // the lowest failing index so far, n if none
+	var done, failed atomic.Int64
 	firstFail.Store(int64(n))
 	t.Run("seeds", func(t *testing.T) {
 		for w := range runtime.GOMAXPROCS(0) {
@@ -89,6 +91,10 @@ func TestSimulate(t *testing.T) {
 					}
 					o := simulate(t, k, *fromFlag+k)
 					results[k] = o
+					if len(o.violations) > 0 {
+						failed.Add(1)
+					}
+					progress(done.Add(1), n, failed.Load(), began)
 					for len(o.violations) > 0 {
 						f := firstFail.Load()
 						if k >= f || firstFail.CompareAndSwap(f, k) {
@@ -100,6 +106,21 @@ func TestSimulate(t *testing.T) {
 		}
 	})
 	report(t, results, time.Since(began))
+}
+
+// progressEvery is how many seeds a range of more than progressEvery runs
+// between its progress lines.
+const progressEvery = 1000
+
+// progress prints a line to the standard error, with -v, each time
+// progressEvery more seeds of a long range are done: a run of hours says
+// how far it is, and what a stopped run got to.
+func progress(done int64, n int, failed int64, began time.Time) {
+	if !testing.Verbose() || n <= progressEvery || done%progressEvery != 0 {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "cronsim: %d of %d seeds from %d done, %d failing, after %v\n",
+		done, n, *fromFlag, failed, time.Since(began).Round(time.Second))
 }
 
 // simulate runs the seed at index k of the range.
