@@ -450,6 +450,12 @@ func runTTL(j *Job) time.Duration {
 	return defaultRunTTL
 }
 
+// resendGap is the longest that R13 waits between two sends of a
+// completion: a third of the run lease, or the back-off if longer.
+func resendGap(j *Job) time.Duration {
+	return max(j.Backoff, runTTL(j)/3)
+}
+
 // held is when r stopped holding the job: its effective end, or, for a run
 // whose replica was killed, when its run lease ran out.
 func (c *checker) held(j *Job, r *Run) time.Time {
@@ -849,14 +855,36 @@ func (c *checker) requests(j *Job) {
 func (c *checker) served(j *Job, p time.Time, runs []*Run) {
 	due := p.Add(requestMargin)
 	for _, r := range runs { // by start
-		if r.Start.After(due) || !c.held(j, r).After(p) || r.Tick.Trigger == cron.TriggerRequest && !r.Start.Before(p) {
+		if r.Start.After(due) || r.Tick.Trigger == cron.TriggerRequest && !r.Start.Before(p) {
 			continue
 		}
-		if r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) ||
-			!c.upThrough(r.Replica, r.Start, r.End.Add(requestMargin)) {
+		if r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) {
+			if c.held(j, r).After(p) {
+				return
+			}
+			continue
+		}
+		// The run holds the job until its completion frees it, which
+		// serves the request (R9, R12). A completion that Redis did not
+		// answer is sent again (R13), a back-off after the last send, not
+		// as Redis comes back (seed 19170): at the latest, a gap after.
+		at, ok := c.arrival(r.Replica, r.End, runTTL(j))
+		if !ok {
+			if at, ok = c.eventualArrival(r.Replica, r.End, runTTL(j)); !ok {
+				if c.held(j, r).After(p) {
+					return // its run lease runs out instead: no completion serves the request
+				}
+				continue
+			}
+			at = at.Add(resendGap(j))
+		}
+		if !at.After(p) {
+			continue
+		}
+		if !c.upThrough(r.Replica, r.Start, at.Add(requestMargin)) {
 			return
 		}
-		due = later(due, r.End.Add(requestMargin))
+		due = later(due, at.Add(requestMargin))
 	}
 	if due.After(c.end) || !c.healthy(p, due) || !c.anyUpThrough(p.Add(-time.Second), due) {
 		return

@@ -114,6 +114,26 @@ func attemptsAcrossHistory(attempt int) func() *History {
 	}
 }
 
+// requestAfterOutage is a scenario of an hourly job whose Redis is down
+// from 11:15 to 11:21, and its history: the run of 11:00 ends at 11:20,
+// while Redis is down, and an operator asks for a run at 11:22, which runs
+// at late (the zero time: never).
+func requestAfterOutage(late time.Time) (*Scenario, *History) {
+	sc := crafted(everyHour, 1)
+	sc.Jobs[0].RunTTL = 6 * time.Minute
+	sc.Events = []Event{{At: 75 * time.Minute, Kind: RedisDown, D: 6 * time.Minute}}
+	runs := []Run{
+		run(everyHour, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil),
+		run(everyHour, 1, at(11, 0), 20*time.Minute, cron.TriggerSchedule, 1, nil),
+	}
+	if !late.IsZero() {
+		runs = append(runs, run(everyHour, 1, late, time.Second, cron.TriggerRequest, 1, nil))
+	}
+	runs = append(runs, run(everyHour, 0, at(12, 0), time.Second, cron.TriggerSchedule, 1, nil),
+		run(everyHour, 0, at(13, 0), time.Second, cron.TriggerSchedule, 1, nil))
+	return sc, &History{Runs: runs, Admin: []AdminOp{{At: at(11, 22), Kind: RunNow, Job: "j0"}}}
+}
+
 // TestCheck gives Check histories that break each invariant, and the ones
 // that the protocol allows: it reports the first, and not the second.
 func TestCheck(t *testing.T) {
@@ -212,6 +232,19 @@ func TestCheck(t *testing.T) {
 		{
 			name: "attempts that a failover without WithReplicas lost", want: "I4", about: "with attempts left",
 			sc: attemptsAcross, h: attemptsAcrossHistory(1),
+		},
+		{
+			// Seed 19170: the request waits for the completion of the run
+			// in progress, which is sent again a back-off after Redis
+			// came back (R13).
+			name: "a request served by a completion sent again", want: "",
+			sc: func() *Scenario { sc, _ := requestAfterOutage(time.Time{}); return sc },
+			h:  func() *History { _, h := requestAfterOutage(at(11, 23)); return h },
+		},
+		{
+			name: "a request not served after a completion sent again", want: "I6", about: "did not run by",
+			sc: func() *Scenario { sc, _ := requestAfterOutage(time.Time{}); return sc },
+			h:  func() *History { _, h := requestAfterOutage(time.Time{}); return h },
 		},
 		{
 			name: "a request that a failover without WithReplicas kept", want: "",
