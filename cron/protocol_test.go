@@ -741,3 +741,84 @@ func TestProtocolRecordKeptAfterFailedClaim(t *testing.T) {
 		t.Errorf("status after the replacement: %+v, %v; want the job still paused", st, err)
 	}
 }
+
+// TestProtocolOutageAtTick holds a slot whose tick fell in a Redis outage:
+// replica a's tick of slot S fails, and a's announcement after it finds S
+// unclaimed; then replica b, started after, claims S (its catch-up) and
+// dies in the run. a must run S's second attempt once b's run lease ends:
+// it looks at S again after the outage (E13) and follows b's run. The
+// simulator found such a slot lost, with attempts left and no replica
+// warning: only the replica that claimed S knew of it (seed 17975).
+func TestProtocolOutageAtTick(t *testing.T) {
+	srv := redistest.Start(t)
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
+	// Start half a slot before the next one, S.
+	now := time.Now()
+	S := now.Truncate(every).Add(every)
+	if S.Sub(now) < every/2 {
+		S = S.Add(every)
+	}
+	time.Sleep(time.Until(S.Add(-every / 2)))
+	lease := cron.LeaseConfig{Attempts: 2, Backoff: 3 * time.Second, RunTTL: time.Second, CatchUp: time.Minute}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	var deadA atomic.Bool
+	ca := srv.Client(t)
+	ca.AddHook(deadClient{&deadA})
+	ranA := make(chan cron.Tick, 4)
+	la := lease
+	la.Db = lock.NewDb(ca)
+	rta, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		ranA <- tk
+		return nil
+	}}, lease: la}}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rta.Shutdown(context.Background()) })
+	waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return true })
+
+	// a's Redis is gone from half a second before S to half a second after.
+	time.Sleep(time.Until(S.Add(-every / 20)))
+	deadA.Store(true)
+	time.Sleep(time.Until(S.Add(every / 20)))
+	deadA.Store(false)
+
+	// b starts at S + 1.5s, runs S (its catch-up), and dies in the run:
+	// its Redis is gone for good, so its run lease runs out.
+	time.Sleep(time.Until(S.Add(1500 * time.Millisecond)))
+	var deadB atomic.Bool
+	cb := srv.Client(t)
+	cb.AddHook(deadClient{&deadB})
+	ranB := make(chan cron.Tick, 4)
+	lb := lease
+	lb.Db = lock.NewDb(cb)
+	rtb, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		deadB.Store(true)
+		ranB <- tk
+		return errors.New("died")
+	}}, lease: lb}}, cron.WithReplica("b"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+	select {
+	case tk := <-ranB:
+		if !tk.Slot.Start.Equal(S) || tk.Trigger != cron.TriggerCatchUp {
+			t.Fatalf("b ran slot %v (%v); the test wants b's catch-up of slot %v", tk.Slot.Start, tk.Trigger, S)
+		}
+	case tk := <-ranA:
+		t.Fatalf("a ran slot %v (%v) before b's catch-up: the test's timing failed", tk.Slot.Start, tk.Trigger)
+	case <-time.After(3 * time.Second):
+		t.Fatalf("b did not run slot %v by catch-up", S)
+	}
+	select {
+	case tk := <-ranA:
+		if !tk.Slot.Start.Equal(S) || tk.Attempt != 2 || tk.Trigger != cron.TriggerRetry {
+			t.Errorf("a ran slot %v, attempt %d (%v); want slot %v's second attempt, a retry", tk.Slot.Start, tk.Attempt, tk.Trigger, S)
+		}
+	case <-time.After(time.Until(S.Add(every - time.Second))):
+		t.Fatalf("slot %v, whose only run died with an attempt left, got no second attempt before the next slot", S)
+	}
+}

@@ -67,9 +67,13 @@ const (
 	modeCatchUp                  // E4: the catch-up at start
 	modeRequest                  // E5: a run-now request
 	modeHello                    // E6: no run: the runtime's start announces the job
+	// modeLook is E13 sent again: a look at a Cron slot whose tick or
+	// look Redis did not answer. It is no claim script's mode: a look
+	// that finds the slot unclaimed claims it as its tick (E1).
+	modeLook
 )
 
-var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello"}
+var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look"}
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.

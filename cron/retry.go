@@ -73,13 +73,27 @@ func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval
 
 // lookAgainAfterError schedules E2 or E3 again, a back-off later, after
 // Redis did not answer it, so that an outage does not lose a slot that
-// still has attempts (PROTOCOL.md, after the transitions).
+// still has attempts; and after a tick or look at a Cron slot that Redis
+// did not answer, a look at the slot, a back-off later that doubles with
+// each failure in a row, before the slot ends: once Redis answers, the
+// slot runs late if no replica ran it, and this replica follows the run
+// that another replica's late look started (PROTOCOL.md, after the
+// transitions; seed 17975).
 func (r *Runtime) lookAgainAfterError(a *runArgs) {
-	if a.mode != modeRetry && a.mode != modeFollow {
-		return
-	}
 	s := a.admit.state
-	r.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
+	switch {
+	case a.mode == modeRetry || a.mode == modeFollow:
+		r.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
+	case (a.mode == modeTick || a.mode == modeLook) && s.shared:
+		d := s.backoff
+		for i := uint32(1); i < a.admit.failures.Load() && d < maxBackoff*s.backoff; i++ {
+			d *= 2
+		}
+		d = min(d, maxBackoff*s.backoff)
+		if r.now().Add(d).Before(a.tick.Slot.End) {
+			r.lookAgain(a.e, s, modeLook, a.tick.Slot, a.slot, d)
+		}
+	}
 }
 
 // offSchedule starts a run of e that no tick of its schedule started, for

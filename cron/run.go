@@ -161,15 +161,26 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	var c claimed
 	claim := true
 	var err error
-	if a.mode == modeTick && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()) {
+	mode := a.mode
+	switch {
+	case mode == modeTick && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()):
 		// E13: another replica owns the slot; look whether it claimed it.
 		var ok bool
 		if c, claim, ok, err = r.lookFirst(ctx, a, s); !ok {
 			return nil, false
 		}
+	case mode == modeLook:
+		// E13 again, after Redis did not answer this replica's tick or
+		// look: a slot that no replica claimed meanwhile is claimed as
+		// its tick would have (E1).
+		c, claim, err = s.look(ctx, t)
+		c.quiet, mode = true, modeTick
 	}
 	if claim && err == nil {
-		c, err = s.claim(ctx, a.mode, t, a.next, a.slot)
+		c, err = s.claim(ctx, mode, t, a.next, a.slot)
+		if a.mode == modeLook {
+			c.quiet = true // this replica reported the tick skipped already
+		}
 	}
 	if err != nil {
 		r.admissionFailed(ctx, ad, t, err)

@@ -278,9 +278,11 @@ func TestStartDelays(t *testing.T) {
 	})
 }
 
-// TestRedisDown checks that a slot whose ticks all fall in an outage is
-// missed, fail closed, that NoSlotMissing says why, and that the job runs
-// again once Redis is back.
+// TestRedisDown checks that a slot whose ticks and the rest of its hour
+// fall in an outage is missed, fail closed, that NoSlotMissing says why,
+// and that the job runs again once Redis is back: the next slot, whose
+// ticks fell in the outage too, runs late (PROTOCOL.md, after the
+// transitions).
 func TestRedisDown(t *testing.T) {
 	for _, kind := range jobKinds {
 		t.Run(kind.name, func(t *testing.T) {
@@ -288,7 +290,7 @@ func TestRedisDown(t *testing.T) {
 				t0 := time.Now()
 				c := New(t, 3, kind.leased(time.Minute), WithClockOffsets(0, 2*time.Second, -3*time.Minute))
 				time.Sleep(2*time.Hour + 58*time.Minute)
-				c.RedisDown(10 * time.Minute)
+				c.RedisDown(67 * time.Minute) // to 04:05
 				if err := c.Client().Ping(t.Context()).Err(); err != nil {
 					t.Errorf("a client outside the cluster: Ping = %v, want nil", err)
 				}

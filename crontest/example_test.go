@@ -40,11 +40,12 @@ func hourlyReport(rdb *redis.Client) []cron.Job {
 // synctest.Test(t, func(t *testing.T) { ... }); an example has no
 // *testing.T, so inBubble makes one.
 //
-// The slot whose ticks all fell in the outage is missed: every replica's
-// lease failed and a run is never risked without it. So the test asserts
-// at most once per slot everywhere, and no slot missing outside the
-// outage. A slot whose tick came after the outage, on a clock behind,
-// would have run late, once, which the assertions allow too.
+// The slot whose ticks all fell in the outage runs late: every replica's
+// claim failed, and a run is never risked without one, so each replica
+// looks at the slot again once Redis answers, and one runs it within its
+// hour. So the test asserts at most once per slot everywhere, and no slot
+// missing outside the outage; a longer outage would miss the slot, which
+// the assertions allow too.
 func Example() {
 	inBubble(func(t *testing.T) {
 		const job, day = "hourly-report", 24 * time.Hour
@@ -80,7 +81,7 @@ func Example() {
 	})
 	// Output:
 	// slot 2000-01-02 10:00:00: replica 2: crontest: replica killed
-	// slots run: 167 of 168
+	// slots run: 168 of 168
 }
 
 // inBubble runs test as a test in a synctest bubble, for an example, which
