@@ -81,3 +81,41 @@ func TestCut(t *testing.T) {
 		t.Errorf("cut to %d bytes gave %d", maxErrorText, len(got))
 	}
 }
+
+// TestClaimAfterOverrun checks R2 for a tick that comes after the run that
+// held the job at its slot's start ended: the slot is skipped, however late
+// the tick, as every on-time tick skipped it. A look's late claim once ran
+// such a slot, whose on-time ticks had been told that no replica would run
+// it, and so did not follow it: killed in the run, it got no retry
+// (simulator seed 23650).
+func TestClaimAfterOverrun(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	every := interval.MustCron("*/2 * * * * *")
+	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "overrun", Attempts: 2}, "r0", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	s0 := every.Plan(now, now).Slot
+	s1, _ := every.NextSlot(s0.Start)
+	s2, _ := every.NextSlot(s1.Start)
+	c, err := s.claim(ctx, modeTick, &Tick{Slot: s0}, time.Time{}, "")
+	if err != nil || c.run == nil {
+		t.Fatalf("claim of %v = %+v, %v; want a run", s0.Start, c, err)
+	}
+	// The run of s0 ends after s1 began.
+	time.Sleep(time.Until(s1.Start.Add(100 * time.Millisecond)))
+	if _, err := s.complete(ctx, c.run, c.attempt, time.Time{}, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = s.claim(ctx, modeTick, &Tick{Slot: s1}, time.Time{}, "")
+	if err != nil || c.run != nil || c.reason != ReasonStillRunning {
+		t.Errorf("a late tick's claim of %v = %+v, %v; want it skipped, %q", s1.Start, c, err, ReasonStillRunning)
+	}
+	// A slot that began after that run ended runs.
+	time.Sleep(time.Until(s2.Start))
+	if c, err = s.claim(ctx, modeTick, &Tick{Slot: s2}, time.Time{}, ""); err != nil || c.run == nil {
+		t.Errorf("claim of %v = %+v, %v; want a run", s2.Start, c, err)
+	}
+}

@@ -73,8 +73,8 @@ end
 // field it does not need pays for it. The claim reads the fields of its
 // common paths first, and the others only on the paths that need them.
 const claimRead = `
-local run, runUntil, slot, slotAt, slotState, paused, want, nxt, seen = unpack(redis.call('HMGET', R,
-	'run', 'run.until', 'slot', 'slot.at', 'slot.state', 'paused', 'want', 'next', 'seen'))
+local run, runUntil, slot, slotAt, slotState, paused, want, nxt, seen, lastStart, lastEnd = unpack(redis.call('HMGET', R,
+	'run', 'run.until', 'slot', 'slot.at', 'slot.state', 'paused', 'want', 'next', 'seen', 'last.start', 'last.end'))
 local runBy, runSince, runSlot, runTry, runWhy, slotTries, slotRetry, slotLease
 local readMore = false
 -- more reads the fields of the run in progress and of an open slot.
@@ -133,6 +133,7 @@ end
 -- C1: a run whose lease ended is over.
 if run and tonumber(runUntil) < now then
 	more()
+	lastStart, lastEnd = runSince, runUntil
 	local state = stateAfter('lost', max)
 	if state == 'open' then
 		slotState, slotRetry = state, now
@@ -267,6 +268,12 @@ if state == 'none' then -- R4
 	if mode == 'tick' then
 		if #KEYS == 2 then
 			return open(tostring(now), now, 'schedule')
+		end
+		-- R2: the last run began before S and ended after S began: it held
+		-- the job at S's start, however late this tick comes.
+		local at = tonumber(ARGV[3])
+		if lastEnd and tonumber(lastEnd) > at and tonumber(lastStart) < at then
+			return answer({2, 0, 'other', sid})
 		end
 		return open(S, ARGV[3], 'schedule')
 	elseif mode ~= 'catchup' or not existed then
