@@ -822,3 +822,56 @@ func TestProtocolOutageAtTick(t *testing.T) {
 		t.Fatalf("slot %v, whose only run died with an attempt left, got no second attempt before the next slot", S)
 	}
 }
+
+// TestProtocolLookAfterOutage holds a slot whose tick fell in an outage on
+// the only replica: the slot runs once Redis answers, late, and the looks
+// that Redis did not answer meanwhile are not ticks: the observer hears of
+// one skipped tick.
+func TestProtocolLookAfterOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
+	now := time.Now()
+	S := now.Truncate(every).Add(every)
+	if S.Sub(now) < 2*time.Second {
+		S = S.Add(every)
+	}
+	var dead atomic.Bool
+	c := srv.Client(t)
+	c.AddHook(deadClient{&dead})
+	ran := make(chan cron.Tick, 4)
+	var mu sync.Mutex
+	var skipped []string
+	obs := cron.Observer{RunSkipped: func(tk cron.Tick, reason string, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		skipped = append(skipped, fmt.Sprintf("%s %s", tk.Slot.Start.Format(time.TimeOnly), reason))
+	}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		ran <- tk
+		return nil
+	}}, lease: cron.LeaseConfig{Db: lock.NewDb(c), Backoff: 500 * time.Millisecond}}},
+		cron.WithLogger(quiet), cron.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	time.Sleep(time.Until(S.Add(-500 * time.Millisecond)))
+	dead.Store(true) // the tick fails, and the looks 0.5 s and 1.5 s after it
+	time.Sleep(time.Until(S.Add(2200 * time.Millisecond)))
+	dead.Store(false)
+	select {
+	case tk := <-ran:
+		if !tk.Slot.Start.Equal(S) || tk.Trigger != cron.TriggerSchedule || tk.Started.Before(S.Add(2200*time.Millisecond)) {
+			t.Errorf("ran slot %v (%v) at %v; want slot %v, late, once Redis answered", tk.Slot.Start, tk.Trigger, tk.Started, S)
+		}
+	case <-time.After(time.Until(S.Add(every - time.Second))):
+		t.Fatalf("slot %v did not run after the outage", S)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := S.Format(time.TimeOnly) + " " + cron.ReasonAdmissionFailed; len(skipped) != 1 || skipped[0] != want {
+		t.Errorf("skips reported = %q, want one: %q", skipped, want)
+	}
+}

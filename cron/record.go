@@ -109,6 +109,10 @@ type jobState struct {
 	retryAt   time.Time
 	retrySlot interval.Slot
 
+	// looks counts the looks in a row that Redis did not answer after a
+	// tick it did not answer (modeLook), for their back-off.
+	looks atomic.Uint32
+
 	// group is the registry of the replicas that run the job with this
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]

@@ -85,11 +85,13 @@ func (r *Runtime) lookAgainAfterError(a *runArgs) {
 	case a.mode == modeRetry || a.mode == modeFollow:
 		r.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
 	case (a.mode == modeTick || a.mode == modeLook) && s.shared:
-		d := s.backoff
-		for i := uint32(1); i < a.admit.failures.Load() && d < maxBackoff*s.backoff; i++ {
-			d *= 2
+		n := uint32(0)
+		if a.mode == modeLook {
+			n = s.looks.Add(1)
+		} else {
+			s.looks.Store(0)
 		}
-		d = min(d, maxBackoff*s.backoff)
+		d := min(s.backoff<<min(n, 6), maxBackoff*s.backoff)
 		if r.now().Add(d).Before(a.tick.Slot.End) {
 			r.lookAgain(a.e, s, modeLook, a.tick.Slot, a.slot, d)
 		}

@@ -183,7 +183,13 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		}
 	}
 	if err != nil {
-		r.admissionFailed(ctx, ad, t, err)
+		if a.mode == modeLook {
+			// Not a tick: the tick was reported skipped already.
+			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's look at its slot after an outage failed; looking again",
+				slog.String("job", t.Job), slog.Time("scheduled", t.Scheduled), slog.Any("error", err))
+		} else {
+			r.admissionFailed(ctx, ad, t, err)
+		}
 		r.lookAgainAfterError(a)
 		r.helloAfterError(a.e, s)
 		return nil, false
