@@ -134,6 +134,23 @@ func requestAfterOutage(late time.Time) (*Scenario, *History) {
 	return sc, &History{Runs: runs, Admin: []AdminOp{{At: at(11, 22), Kind: RunNow, Job: "j0"}}}
 }
 
+// steppedBackIdle is an hourly duration policy's scenario whose replicas 1
+// and 2 die at 10:30, and whose replica 0's clock is stepped back by 20
+// minutes at 11:00 if step, with its history: runs at 10:00, then at 12:15
+// and 13:15, the tick of 11:00 having found the lease of 10:00 held.
+func steppedBackIdle(step bool) (*Scenario, *History) {
+	sc := crafted(everyHour, 1)
+	sc.Events = []Event{{At: 30 * time.Minute, Kind: Kill, Replica: 1}, {At: 30 * time.Minute, Kind: Kill, Replica: 2}}
+	if step {
+		sc.Events = append(sc.Events, Event{At: 60 * time.Minute, Kind: StepClock, Replica: 0, D: -20 * time.Minute})
+	}
+	return sc, &History{Runs: []Run{
+		run(everyHour, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil),
+		run(everyHour, 0, at(12, 15), time.Second, cron.TriggerSchedule, 1, nil),
+		run(everyHour, 0, at(13, 15), time.Second, cron.TriggerSchedule, 1, nil),
+	}}
+}
+
 // TestCheck gives Check histories that break each invariant, and the ones
 // that the protocol allows: it reports the first, and not the second.
 func TestCheck(t *testing.T) {
@@ -245,6 +262,18 @@ func TestCheck(t *testing.T) {
 			name: "a request not served after a completion sent again", want: "I6", about: "did not run by",
 			sc: func() *Scenario { sc, _ := requestAfterOutage(time.Time{}); return sc },
 			h:  func() *History { _, h := requestAfterOutage(time.Time{}); return h },
+		},
+		{
+			// Seed 31831: a clock stepped back delays the replica's next
+			// tick of a duration policy by as much.
+			name: "a duration policy idle after its replica's clock stepped back", want: "",
+			sc: func() *Scenario { sc, _ := steppedBackIdle(true); return sc },
+			h:  func() *History { _, h := steppedBackIdle(true); return h },
+		},
+		{
+			name: "a duration policy idle, no clock stepped", want: "I4", about: "no run from",
+			sc: func() *Scenario { sc, _ := steppedBackIdle(false); return sc },
+			h:  func() *History { _, h := steppedBackIdle(false); return h },
 		},
 		{
 			name: "a request that a failover without WithReplicas kept", want: "",
