@@ -779,9 +779,12 @@ func TestProtocolOutageAtTick(t *testing.T) {
 	t.Cleanup(func() { rta.Shutdown(context.Background()) })
 	waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return true })
 
-	// a's Redis is gone from half a second before S to half a second after.
-	time.Sleep(time.Until(S.Add(-every / 20)))
+	// a's Redis is gone from here (before S, however long a's start took)
+	// to half a second after S.
 	deadA.Store(true)
+	if late := time.Since(S); late >= 0 {
+		t.Fatalf("a started %v after slot %v began: the test's timing failed", late, S)
+	}
 	time.Sleep(time.Until(S.Add(every / 20)))
 	deadA.Store(false)
 
@@ -831,11 +834,14 @@ func TestProtocolLookAfterOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	const every = 10 * time.Second
 	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
+	// Start half a slot before the next one, S, and lose Redis as soon as
+	// Start returns: S's tick fails however long Start took.
 	now := time.Now()
 	S := now.Truncate(every).Add(every)
-	if S.Sub(now) < 2*time.Second {
+	if S.Sub(now) < every/2 {
 		S = S.Add(every)
 	}
+	time.Sleep(time.Until(S.Add(-every / 2)))
 	var dead atomic.Bool
 	c := srv.Client(t)
 	c.AddHook(deadClient{&dead})
@@ -857,8 +863,10 @@ func TestProtocolLookAfterOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Shutdown(context.Background()) })
-	time.Sleep(time.Until(S.Add(-500 * time.Millisecond)))
 	dead.Store(true) // the tick fails, and the looks 0.5 s and 1.5 s after it
+	if late := time.Since(S); late >= 0 {
+		t.Fatalf("Start returned %v after slot %v began: the test's timing failed", late, S)
+	}
 	time.Sleep(time.Until(S.Add(2200 * time.Millisecond)))
 	dead.Store(false)
 	select {
