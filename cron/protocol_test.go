@@ -826,6 +826,87 @@ func TestProtocolOutageAtTick(t *testing.T) {
 	}
 }
 
+// TestProtocolLeaseLostToFailover: replica a's claim of slot S is lost
+// (a failover to a replica that never had it), b claims S after it and
+// dies in the run. a's heartbeat finds its run lease gone, and its
+// completion finds the run unrecorded; a, the only replica that knows a
+// run of S is going, must follow that run up (E3), so that S, with an
+// attempt left, gets it when b's run lease ends. Before, a did nothing,
+// and S was never retried (simulator seed 42740).
+func TestProtocolLeaseLostToFailover(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
+	now := time.Now()
+	S := now.Truncate(every).Add(every)
+	if S.Sub(now) < every/2 {
+		S = S.Add(every)
+	}
+	time.Sleep(time.Until(S.Add(-every / 2)))
+	// Neither replica knows the live replicas: each owns every slot and
+	// claims it at its tick (E1).
+	lease := cron.LeaseConfig{Attempts: 2, Backoff: 200 * time.Millisecond, RunTTL: time.Second}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var deadB atomic.Bool
+	deadB.Store(true) // b's tick of S fails; its looks after it find S once a's claim is gone
+	ranA, ranB := make(chan cron.Tick, 4), make(chan cron.Tick, 4)
+	ca, cb := srv.Client(t), srv.Client(t)
+	ca.AddHook(noRegistry{})
+	cb.AddHook(noRegistry{})
+	cb.AddHook(deadClient{&deadB})
+	la, lb := lease, lease
+	la.Db, lb.Db = lock.NewDb(ca), lock.NewDb(cb)
+	rta, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(ctx context.Context, tk cron.Tick) error {
+		ranA <- tk
+		if tk.Attempt > 1 {
+			return nil
+		}
+		// The failover: the record never had a's claim.
+		if err := raw.Del(context.Background(), "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:report}").Err(); err != nil {
+			t.Error(err)
+		}
+		deadB.Store(false)
+		<-ctx.Done() // until a's heartbeat finds b's run in the record
+		return context.Cause(ctx)
+	}}, lease: la}}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rta.Shutdown(context.Background()) })
+	rtb, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(ctx context.Context, tk cron.Tick) error {
+		deadB.Store(true) // b dies in the run: its run lease runs out
+		ranB <- tk
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}}, lease: lb}}, cron.WithReplica("b"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+	if late := time.Since(S); late >= 0 {
+		t.Fatalf("the replicas started %v after slot %v began: the test's timing failed", late, S)
+	}
+	for i, ran := range []chan cron.Tick{ranA, ranB} {
+		select {
+		case tk := <-ran:
+			if !tk.Slot.Start.Equal(S) || tk.Attempt != 1 {
+				t.Fatalf("replica %d ran slot %v, attempt %d; the test wants slot %v's first attempt", i, tk.Slot.Start, tk.Attempt, S)
+			}
+		case <-time.After(time.Until(S.Add(every / 2))):
+			t.Fatalf("replica %d did not run slot %v: the test's timing failed", i, S)
+		}
+	}
+	select {
+	case tk := <-ranA:
+		if !tk.Slot.Start.Equal(S) || tk.Attempt != 2 || tk.Trigger != cron.TriggerRetry {
+			t.Errorf("a ran slot %v, attempt %d (%v); want slot %v's second attempt, a retry", tk.Slot.Start, tk.Attempt, tk.Trigger, S)
+		}
+	case <-time.After(time.Until(S.Add(every - 500*time.Millisecond))):
+		t.Fatalf("slot %v, whose run died with an attempt left, got no second attempt before the next slot", S)
+	}
+}
+
 // TestProtocolLookAfterOutage holds a slot whose tick fell in an outage on
 // the only replica: the slot runs once Redis answers, late, and the looks
 // that Redis did not answer meanwhile are not ticks: the observer hears of

@@ -268,6 +268,14 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 	if !c.held {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run ended after its run lease was lost",
 			slog.String("job", t.Job), slog.Uint64("run", t.Run))
+		// R12: a claim recorded the run lost (C1), or a failover or the
+		// record's loss undid the claim, and another replica may have
+		// claimed the slot since: a run of it that nobody else knows of.
+		// With attempts to spare, follow the slot up (E3), as a claim
+		// that finds it running does (R1).
+		if s.attempts > 1 && t.Trigger != TriggerRequest {
+			r.lookAgain(a.e, s, modeFollow, t.Slot, a.slot, time.Millisecond)
+		}
 		return
 	}
 	if c.open {
