@@ -279,9 +279,9 @@ type historyEntry struct {
 }
 
 // parseHistory reads a history's entries, newest first, skipping any it
-// can't read. last, the record's last run, leads it when the history
-// doesn't have it yet: a run that a claim recorded lost, which the next
-// completion adds (every other run's completion adds it to both).
+// can't read. last, the record's last run, leads it if it was lost and the
+// history doesn't have it: a claim adds each run it records lost to
+// both, but an earlier version's claims left it to the next completion.
 func parseHistory(runs []string, last *RunRecord) []RunRecord {
 	out := make([]RunRecord, 0, len(runs)+1)
 	for _, s := range runs {
@@ -362,52 +362,78 @@ func nameOfRecord(key string) (string, bool) {
 	return strings.CutPrefix(inner, prefix)
 }
 
-// parseStatus reads a record's fields.
+// parseStatus reads a record's fields, some of which pack several parts
+// (PROTOCOL.md, the record).
 func parseStatus(job string, f map[string]string) JobStatus {
+	slot := parts(f["slot"], 6)     // id|at|state|tries|retry|lease
+	paused := parts(f["paused"], 2) // ms|by
+	seen := parts(f["seen"], 2)     // ms|by
+	want := parts(f["want"], 2)     // ms|by
 	st := JobStatus{
 		Job:       job,
-		Slot:      slotName(f["slot"]),
-		SlotState: f["slot.state"],
-		Paused:    f["paused"] != "",
-		PausedAt:  msTime(f["paused"]),
-		PausedBy:  f["paused.by"],
+		Slot:      slotName(slot[0]),
+		SlotState: slot[2],
+		Paused:    paused[0] != "",
+		PausedAt:  msTime(paused[0]),
+		PausedBy:  paused[1],
 		NextDue:   msTime(f["next"]),
-		SeenAt:    msTime(f["seen"]),
-		SeenBy:    f["seen.by"],
+		SeenAt:    msTime(seen[0]),
+		SeenBy:    seen[1],
 
 		LastSuccess: msTime(f["good"]),
 		Schedule:    f["every"],
 	}
-	st.Attempts, _ = strconv.Atoi(f["slot.tries"])
-	st.RunRequested = f["want"] != ""
-	st.RequestedAt = msTime(f["want"])
-	if f["run"] != "" {
-		r := runRecord(f, "run.", "since")
-		r.Deadline = msTime(f["run.until"])
+	st.Attempts, _ = strconv.Atoi(slot[3])
+	st.RunRequested = want[0] != ""
+	st.RequestedAt = msTime(want[0])
+	// run = token|since|until|try|why|slot|by; a run of an earlier
+	// layout (a token alone) is none to the scripts, and so to the status.
+	if run := parts(f["run"], 7); strings.Count(f["run"], "|") >= 6 {
+		r := RunRecord{
+			Slot:     slotName(run[5]),
+			Replica:  run[6],
+			Trigger:  parseTrigger(run[4]),
+			Started:  msTime(run[1]),
+			Deadline: msTime(run[2]),
+		}
+		r.Attempt, _ = strconv.Atoi(run[3])
 		st.Running = &r
 	}
-	if f["last.start"] != "" {
-		r := runRecord(f, "last.", "start")
+	// last = end|start|slot|try|why|outcome|token|by
+	if last := parts(f["last"], 8); last[1] != "" {
+		r := endedRun(last[2], last[3], last[4], last[1], last[0], last[5], last[7])
 		st.Last = &r
 	}
-	if f["fail.start"] != "" {
-		r := runRecord(f, "fail.", "start")
+	// fail = end|start|slot|try|why|outcome|by, and fail.error
+	if fail := parts(f["fail"], 7); fail[1] != "" {
+		r := endedRun(fail[2], fail[3], fail[4], fail[1], fail[0], fail[5], fail[6])
 		r.Error = f["fail.error"]
 		st.LastFailure = &r
 	}
 	return st
 }
 
-func runRecord(f map[string]string, prefix, start string) RunRecord {
-	r := RunRecord{
-		Slot:     slotName(f[prefix+"slot"]),
-		Replica:  f[prefix+"by"],
-		Trigger:  parseTrigger(f[prefix+"why"]),
-		Started:  msTime(f[prefix+start]),
-		Finished: msTime(f[prefix+"end"]),
-		Outcome:  f[prefix+"outcome"],
+// parts splits a packed field into its n parts, the last of which may
+// hold '|'; missing parts are empty.
+func parts(v string, n int) []string {
+	p := strings.SplitN(v, "|", n)
+	for len(p) < n {
+		p = append(p, "")
 	}
-	r.Attempt, _ = strconv.Atoi(f[prefix+"try"])
+	return p
+}
+
+// endedRun is the record of a run that ended, from its parts.
+func endedRun(slot, try, why, start, end, outcome, by string) RunRecord {
+	r := RunRecord{
+		Slot:     slotName(slot),
+		Replica:  by,
+		Trigger:  parseTrigger(why),
+		Started:  msTime(start),
+		Finished: msTime(end),
+		Outcome:  outcome,
+	}
+	r.Attempt, _ = strconv.Atoi(try)
 	if !r.Finished.IsZero() {
 		r.Duration = r.Finished.Sub(r.Started)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -81,8 +82,9 @@ type jobState struct {
 	c        redisscript.Client
 	repl     redisscript.Replication // the replicas that acknowledge a claim, completion or heartbeat (lock.WithReplicas)
 	name     string                  // the lease's name
-	keys     []string                // the record, then, for a duration policy, the Rust crate's lease
+	keys     []string                // the record and its history, then, for a duration policy, the Rust crate's lease
 	history  []string                // the record and its history
+	byJSON   string                  // the replica's name as a JSON string, for the history's entries
 	keepRuns int                     // how many runs the history keeps
 	schedule string                  // the job's interval, as the record states it
 	shared   bool                    // a Cron policy: slots that every replica names alike
@@ -151,6 +153,7 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
 		history: []string{recordKey(l.Name), historyKey(l.Name)}, keepRuns: l.History, schedule: every.String(),
 	}
+	s.byJSON = jsonString(replica)
 	if s.keepRuns == 0 {
 		s.keepRuns = defaultHistory
 	}
@@ -163,11 +166,11 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	var base time.Duration
 	if slot := every.Plan(start, start).Slot; isShared(slot) {
 		s.shared, base = true, slot.End.Sub(slot.Start)
-		s.keys = []string{recordKey(l.Name)}
+		s.keys = []string{recordKey(l.Name), historyKey(l.Name)}
 	} else {
 		next, _ := every.Next(start, start)
 		s.every, base = next.Sub(start), next.Sub(start)
-		s.keys = []string{recordKey(l.Name), leaseKeys.Key(l.Name)}
+		s.keys = []string{recordKey(l.Name), historyKey(l.Name), leaseKeys.Key(l.Name)}
 	}
 	if s.runTTL == 0 {
 		// A replica that dies mid-run holds the job this long: half an
@@ -315,7 +318,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	cmd, acks, _ := claimScript.RunWait(ctx, s.c, s.repl, s.keys,
 		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
-		s.catchUp.Milliseconds(), s.every.Milliseconds())
+		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns)
 	reply, err := cmd.Slice()
 	if err != nil {
 		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
@@ -399,9 +402,14 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if !next.IsZero() {
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
-	cmd, acked, werr := completeScript.RunWait(ctx, s.c, s.repl, s.history, run.token, outcome, cut(text, maxErrorText),
+	text = cut(text, maxErrorText)
+	errJSON := ""
+	if text != "" {
+		errJSON = jsonString(text)
+	}
+	cmd, acked, werr := completeScript.RunWait(ctx, s.c, s.repl, s.history, run.token, outcome, text,
 		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
-		s.keepRuns, scheduled.UnixMilli(), s.schedule)
+		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON)
 	reply, rerr := cmd.Slice()
 	if rerr != nil {
 		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
@@ -465,7 +473,7 @@ type runLease struct {
 // Deadline stays where the last acknowledged one left it.
 func (l *runLease) Extend(ctx context.Context) (bool, error) {
 	sent := time.Now()
-	cmd, acked, werr := heartbeatScript.RunWait(ctx, l.s.c, l.s.repl, l.s.keys[:1], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
+	cmd, acked, werr := heartbeatScript.RunWait(ctx, l.s.c, l.s.repl, l.s.history, l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
 	n, err := cmd.Int64()
 	if err != nil {
 		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
@@ -518,6 +526,13 @@ func newLeaseToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return string(b[:])
+}
+
+// jsonString returns s as a JSON string, quoted, for a script to put in a
+// history entry as it is.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
 }
 
 // randomHex returns n random bytes in hex.

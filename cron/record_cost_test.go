@@ -119,7 +119,7 @@ func TestRunProtocolRoundTrips(t *testing.T) {
 				if !p.s.shared {
 					// Each run of a duration policy needs a free seed
 					// lease, as the next interval's would be.
-					rdb.Del(context.Background(), p.s.keys[1])
+					rdb.Del(context.Background(), p.s.keys[2])
 				}
 				p.run(t)
 			}

@@ -53,7 +53,7 @@ func TestOwnLeaseAfterRetry(t *testing.T) {
 	}
 	// The slot's lease outlives it, as when Redis answered the first claim
 	// late: the replica's next tick finds its own lease.
-	if err := rdb.PExpire(ctx, s.keys[1], time.Hour).Err(); err != nil {
+	if err := rdb.PExpire(ctx, s.keys[2], time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if next := claim(); next.run == nil || next.attempt != 1 {
@@ -117,5 +117,45 @@ func TestClaimAfterOverrun(t *testing.T) {
 	time.Sleep(time.Until(s2.Start))
 	if c, err = s.claim(ctx, modeTick, &Tick{Slot: s2}, time.Time{}, ""); err != nil || c.run == nil {
 		t.Errorf("claim of %v = %+v, %v; want a run", s2.Start, c, err)
+	}
+}
+
+// TestClaimOverEarlierLayout: a record that an earlier version wrote, a
+// field per part, names no slot this layout reads; the first claim runs
+// its slot and removes the earlier fields, whose bulk every later script
+// would otherwise scan.
+func TestClaimOverEarlierLayout(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	every := interval.MustCron("0 * * * *")
+	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "old"}, "r0", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	slot := every.Plan(now, now).Slot
+	key, _ := slot.Key()
+	earlier := []any{"slot", key, "slot.at", slot.Start.UnixMilli(), "slot.state", "done", "slot.tries", 1,
+		"seen", now.UnixMilli(), "seen.by", "r9", "last.slot", key, "last.start", 1, "last.end", 2,
+		"last.outcome", "ok", "hist.last", "x", "last.run", "y", "born", 1}
+	if err := rdb.HSet(ctx, s.keys[0], earlier...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.claim(ctx, modeTick, &Tick{Slot: slot}, time.Time{}, "")
+	if err != nil || c.run == nil {
+		t.Fatalf("claim over the earlier layout = %+v, %v; want a run", c, err)
+	}
+	fields, err := rdb.HKeys(ctx, s.keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fields {
+		if strings.Contains(f, ".") {
+			t.Errorf("field %q of the earlier layout is left: %q", f, fields)
+		}
+	}
+	st, err := NewAdmin(lock.NewDb(rdb)).Status(ctx, "old")
+	if err != nil || st.Running == nil || st.Slot != slotName(key) || st.SlotState != "open" {
+		t.Errorf("Status = %+v, %v; want the run of %s", st, err, key)
 	}
 }

@@ -348,7 +348,7 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 	slot, _ := t.Slot.Key()
 	fields := []any{"hmget", s.keys[0], "slot", "paused"}
 	if s.attempts > 1 {
-		fields = append(fields, "slot.state", "run.slot", "run.until")
+		fields = append(fields, "run")
 	}
 	cmd := redis.NewSliceCmd(ctx, fields...)
 	if err := redisscript.Process(ctx, s.c, cmd); err != nil {
@@ -363,9 +363,19 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		}
 		return ""
 	}
+	// The packed fields (PROTOCOL.md, the record): slot = id|at|state|…,
+	// run = token|since|until|try|why|slot|by.
+	rec := strings.SplitN(str(0), "|", 4)
+	run := strings.SplitN(str(2), "|", 7)
+	field := func(parts []string, i int) string {
+		if i < len(parts) {
+			return parts[i]
+		}
+		return ""
+	}
 	c.slot = slot
 	switch {
-	case str(0) != slot:
+	case rec[0] != slot:
 		if str(1) != "" {
 			c.reason = ReasonPaused // R3
 			return c, false, nil
@@ -373,15 +383,15 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		return c, true, nil // the owner did not claim it: take over (E1)
 	case s.attempts == 1:
 		c.reason = ReasonLeaseHeld // R7, or R1 with one attempt
-	case str(3) == slot:
+	case len(run) == 7 && run[5] == slot:
 		// R1: its run goes on; with attempts left, look again when its
 		// lease ends (E3), in case it fails.
-		until, _ := strconv.ParseInt(str(4), 10, 64)
+		until, _ := strconv.ParseInt(run[2], 10, 64)
 		c.reason, c.follow = ReasonRunning, true
 		c.wait = max(time.Until(time.UnixMilli(until)), time.Millisecond)
-	case str(2) == "open":
+	case field(rec, 2) == "open":
 		return c, true, nil // R5 or R6: the claim script says which
-	case str(2) == "failed":
+	case field(rec, 2) == "failed":
 		c.reason = ReasonAttemptsUsedUp // R8
 	default:
 		c.reason = ReasonLeaseHeld // R7

@@ -24,12 +24,12 @@ import (
 type acks struct {
 	t  *testing.T
 	mu sync.Mutex
-	// ack decides the answer to the WAIT after the script with the given
-	// keys and first argument (a claim's mode); n is how many WAITs came
-	// before it.
-	ack    func(n int, keys []string, arg string) bool
+	// ack decides the answer to the WAIT after the script of the given
+	// kind, keys and first argument (a claim's mode); n is how many WAITs
+	// came before it.
+	ack    func(n int, kind string, keys []string, arg string) bool
 	waits  int
-	byKind map[string]int // "completion" (two keys, the second the history), "claim or heartbeat", "control"
+	byKind map[string]int // "completion", "claim or heartbeat", "control"
 }
 
 func (a *acks) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -66,13 +66,13 @@ func (a *acks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			a.waits++
 			kind := "claim or heartbeat"
 			switch {
-			case len(keys) == 2 && strings.HasSuffix(keys[1], ":runs"):
-				kind = "completion"
+			case len(keys) == 2 && strings.HasSuffix(keys[1], ":runs") && len(cmds[i-1].Args()) == 3+2+12:
+				kind = "completion" // evalsha, sha, 2, the record and its history, 12 ARGV
 			case len(cmds[i-1].Args()) == 6: // evalsha, sha, 1, the record, the command, who asks
 				kind = "control"
 			}
 			a.byKind[kind]++
-			ok := a.ack(n, keys, arg)
+			ok := a.ack(n, kind, keys, arg)
 			a.mu.Unlock()
 			if w, isInt := cmd.(*redis.IntCmd); isInt && ok && w.Err() == nil {
 				w.SetVal(1) // the tests ask for one replica
@@ -115,9 +115,9 @@ func scriptKeys(args []any) []string {
 
 // replicatedDb returns a Db over srv that waits for one replica, 20 ms at
 // most, whose WAITs a answers; ack nil acknowledges every one.
-func replicatedDb(t *testing.T, srv *redistest.Server, ack func(n int, keys []string, arg string) bool) (lock.Db, *acks) {
+func replicatedDb(t *testing.T, srv *redistest.Server, ack func(n int, kind string, keys []string, arg string) bool) (lock.Db, *acks) {
 	if ack == nil {
-		ack = func(int, []string, string) bool { return true }
+		ack = func(int, string, []string, string) bool { return true }
 	}
 	a := &acks{t: t, ack: ack, byKind: make(map[string]int)}
 	c := srv.Client(t)
@@ -174,7 +174,7 @@ func TestReplicationWaitsForReplicas(t *testing.T) {
 // acknowledged (R17), and only then.
 func TestReplicationClaimConfirmed(t *testing.T) {
 	srv := redistest.Start(t)
-	db, a := replicatedDb(t, srv, func(n int, _ []string, _ string) bool { return n >= 2 })
+	db, a := replicatedDb(t, srv, func(n int, _ string, _ []string, _ string) bool { return n >= 2 })
 	log, _, _ := startReplicated(t, db, "confirmed", nil)
 	r := log.next(t, "the startup run, once a heartbeat is acknowledged")
 	if got := a.count("claim or heartbeat"); got != 3 {
@@ -190,7 +190,7 @@ func TestReplicationClaimConfirmed(t *testing.T) {
 // skipped with ReasonNotReplicated, at Warn.
 func TestReplicationClaimNeverAcknowledged(t *testing.T) {
 	srv := redistest.Start(t)
-	db, _ := replicatedDb(t, srv, func(int, []string, string) bool { return false })
+	db, _ := replicatedDb(t, srv, func(int, string, []string, string) bool { return false })
 	log, ev, logs := startReplicated(t, db, "unacked", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(ev.of("skipped")) == 0 && time.Now().Before(deadline) {
@@ -214,7 +214,7 @@ func TestReplicationClaimLostInFailover(t *testing.T) {
 	raw := srv.Client(t)
 	var once sync.Once
 	claims := 0
-	db, _ := replicatedDb(t, srv, func(_ int, keys []string, mode string) bool {
+	db, _ := replicatedDb(t, srv, func(_ int, _ string, keys []string, mode string) bool {
 		if mode == "tick" {
 			claims++
 		}
@@ -247,8 +247,8 @@ func TestReplicationCompletionSentAgain(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	completions := 0
-	db, a := replicatedDb(t, srv, func(_ int, keys []string, _ string) bool {
-		if len(keys) == 2 && strings.HasSuffix(keys[1], ":runs") {
+	db, a := replicatedDb(t, srv, func(_ int, kind string, _ []string, _ string) bool {
+		if kind == "completion" {
 			completions++
 			return completions > 1
 		}
@@ -278,7 +278,7 @@ func TestReplicationAdmin(t *testing.T) {
 	good, _ := replicatedDb(t, srv, nil)
 	log, _, _ := startReplicated(t, good, "operated", nil)
 	log.next(t, "the startup run")
-	short, a := replicatedDb(t, srv, func(int, []string, string) bool { return false })
+	short, a := replicatedDb(t, srv, func(int, string, []string, string) bool { return false })
 	admin := cron.NewAdmin(short)
 	if err := admin.Pause(t.Context(), "operated"); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Errorf("Pause = %v, want lock.ErrNotReplicated", err)
@@ -334,12 +334,20 @@ func TestReplicationRealReplica(t *testing.T) {
 		}
 	}()
 	log.next(t, "the startup run")
-	if v, err := replica.Client(t).HGet(ctx, "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:real}", "run.why").Result(); err != nil || v != "schedule" {
+	// The packed fields: run = token|since|until|try|why|slot|by, last =
+	// end|start|slot|try|why|….
+	part := func(v string, i int) string {
+		if p := strings.Split(v, "|"); i < len(p) {
+			return p[i]
+		}
+		return ""
+	}
+	if v, err := replica.Client(t).HGet(ctx, "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:real}", "run").Result(); err != nil || part(v, 4) != "schedule" {
 		// The claim was acknowledged before the run began: the replica
 		// had the run lease by then (the completion may have removed it
 		// since, so read the last run if not).
-		last, lerr := replica.Client(t).HGet(ctx, "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:real}", "last.why").Result()
-		if lerr != nil || last != "schedule" {
+		last, lerr := replica.Client(t).HGet(ctx, "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:real}", "last").Result()
+		if lerr != nil || part(last, 4) != "schedule" {
 			t.Errorf("the replica has neither the run (%q, %v) nor its end (%q, %v)", v, err, last, lerr)
 		}
 	}

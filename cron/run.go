@@ -334,8 +334,8 @@ func runAttrs(a *runArgs, more int) []slog.Attr {
 		slog.Time("scheduled", t.Scheduled), slog.String("slot", t.Slot.String()))
 	if a.admit != nil && a.admit.state != nil {
 		attrs = append(attrs, slog.String("record", a.admit.state.keys[0]))
-		if len(a.admit.state.keys) > 1 {
-			attrs = append(attrs, slog.String("lease", a.admit.state.keys[1]))
+		if len(a.admit.state.keys) > 2 {
+			attrs = append(attrs, slog.String("lease", a.admit.state.keys[2]))
 		}
 		if t.Trigger != TriggerSchedule || t.Attempt > 1 {
 			attrs = append(attrs, slog.String("trigger", t.Trigger.String()), slog.Int("attempt", t.Attempt))

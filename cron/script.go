@@ -4,40 +4,59 @@ import "github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 
 // The scripts that keep a leased job's record: the claim, the heartbeat,
 // the completion and the operators' commands of PROTOCOL.md, whose rows
-// they cite. Each is one round trip. KEYS[1] is the record, a hash; a
-// duration policy's claim also gets the job's lease key (the Rust crate's)
-// as KEYS[2]. Times are milliseconds of the server's clock (TIME), so that
-// the replicas' clocks never decide who runs.
+// they cite. Each is one round trip. KEYS[1] is the record, a hash, and
+// KEYS[2] its history, a list; a duration policy's claim also gets the
+// job's lease key (the Rust crate's) as KEYS[3]. Times are milliseconds of
+// the server's clock (TIME), so that the replicas' clocks never decide who
+// runs.
 
 // The scripts are written for the server's time, which every replica's
-// claims spend: each reads the fields it needs with one HMGET into
-// locals, and writes with as few HSETs as its path allows, their fields
-// spelled out (a Lua table built to hold them costs more than the
-// commands). A loop or a table on the path of every run is a cost paid
-// once per replica per slot.
+// claims spend. A record is a handful of fields, each of which packs what
+// one part of the protocol needs, separated by '|' (PROTOCOL.md, the
+// record): a hash of few fields is cheap to read and to write, since the
+// server scans its fields for each one a command names. Each script reads
+// the fields it needs with one HMGET into locals, splits a field with one
+// string.match, and writes with one HSET on its common path. A loop, a
+// table or a closure on the path of every run is a cost paid once per
+// replica per slot.
 
-// recordPrelude defines now, the record R, and keep.
+// recordPrelude defines now, the record R, its history H and keep.
 const recordPrelude = `
-local R = KEYS[1]
+local R, H = KEYS[1], KEYS[2]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- keep makes the record live ms more at least (C2): never less than it
--- was to live already, which another replica may have asked for. It
--- returns the TTL the record has now.
+-- keep makes the record and its history live ms more at least (C2), never
+-- less than they were to live already, which another replica may have
+-- asked for; a quarter more than asked, so that most calls find it long
+-- enough. It returns the TTL the record has now.
 local function keep(ms)
 	local ttl = redis.call('PTTL', R)
 	if ttl < ms then
-		redis.call('PEXPIRE', R, ms)
-		return ms
+		ttl = ms + math.floor(ms / 4)
+		redis.call('PEXPIRE', R, ttl)
+		redis.call('PEXPIRE', H, ttl)
 	end
 	return ttl
 end
 `
 
+// The packed fields, and the patterns that split them. The last part of
+// each may hold any byte ('|' too): a replica's name, a lease's token.
+//
+//	run  = token|since|until|try|why|slot|by
+//	slot = id|at|state|tries|retry|lease
+//	last = end|start|slot|try|why|outcome|token|by
+//	fail = end|start|slot|try|why|outcome|by   (and fail.error)
+//	seen, paused, want = ms|by
+const packPatterns = `
+local runPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
+local slotPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
+`
+
 // runPrelude defines stateAfter and ended, which close the run in
-// progress: C1 and R12. The script that includes it reads the fields they
-// use (run, run.by, run.since, run.slot, run.try, run.why, slot) into the
-// locals of those names first.
+// progress: C1 and R12. The script that includes it has the run's parts
+// (runTok, runSince, runSlot, runTry, runWhy, runBy) and the slot's id in
+// the locals of those names.
 const runPrelude = `
 -- stateAfter is the state the run's end leaves its slot in (R12, C1):
 -- false for a requested run, or a run of a slot the record no longer names.
@@ -51,38 +70,15 @@ local function stateAfter(outcome, max)
 	end
 	return 'failed'
 end
--- ended writes the end of the run in progress, with extra fields: last,
--- and fail unless it succeeded; then frees the run lease.
-local function ended(outcome, at, err, ...)
+-- ended writes the end of the run in progress, ended at at, with extra
+-- fields: last, and fail unless it succeeded; and frees the run lease.
+-- token is the run's, for a completion (R18), or empty.
+local function ended(outcome, at, err, token, ...)
+	local head = at .. '|' .. runSince .. '|' .. runSlot .. '|' .. runTry .. '|' .. runWhy .. '|' .. outcome .. '|'
 	if outcome == 'ok' then
-		redis.call('HSET', R, 'last.slot', runSlot, 'last.by', runBy, 'last.start', runSince, 'last.end', at,
-			'last.outcome', outcome, 'last.try', runTry, 'last.why', runWhy, ...)
+		redis.call('HSET', R, 'run', '', 'last', head .. token .. '|' .. runBy, ...)
 	else
-		redis.call('HSET', R, 'last.slot', runSlot, 'last.by', runBy, 'last.start', runSince, 'last.end', at,
-			'last.outcome', outcome, 'last.try', runTry, 'last.why', runWhy,
-			'fail.slot', runSlot, 'fail.by', runBy, 'fail.start', runSince, 'fail.end', at,
-			'fail.outcome', outcome, 'fail.try', runTry, 'fail.why', runWhy, 'fail.error', err, ...)
-	end
-	redis.call('HDEL', R, 'run', 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why')
-	run, runBy, runSince, runUntil, runSlot, runTry, runWhy = false, false, false, false, false, false, false
-end
-`
-
-// A record hash is small enough for the server to keep as a listpack,
-// which it scans for each field a command names: a script that reads a
-// field it does not need pays for it. The claim reads the fields of its
-// common paths first, and the others only on the paths that need them.
-const claimRead = `
-local run, runUntil, slot, slotAt, slotState, paused, want, nxt, seen, lastStart, lastEnd = unpack(redis.call('HMGET', R,
-	'run', 'run.until', 'slot', 'slot.at', 'slot.state', 'paused', 'want', 'next', 'seen', 'last.start', 'last.end'))
-local runBy, runSince, runSlot, runTry, runWhy, slotTries, slotRetry, slotLease
-local readMore = false
--- more reads the fields of the run in progress and of an open slot.
-local function more()
-	if not readMore then
-		readMore = true
-		runBy, runSince, runSlot, runTry, runWhy, slotTries, slotRetry, slotLease = unpack(redis.call('HMGET', R,
-			'run.by', 'run.since', 'run.slot', 'run.try', 'run.why', 'slot.tries', 'slot.retry', 'slot.lease'))
+		redis.call('HSET', R, 'run', '', 'last', head .. token .. '|' .. runBy, 'fail', head .. runBy, 'fail.error', err, ...)
 	end
 end
 `
@@ -96,7 +92,7 @@ end
 // live at least, in ms; 8 the attempts a slot gets; 9 a duration policy's
 // lease TTL in ms, 10 its new token and 11 this replica's previous one; 12
 // the next tick in ms (or empty); 13 the catch-up window in ms; 14 a
-// duration policy's interval in ms.
+// duration policy's interval in ms; 15 how many runs the history keeps.
 //
 // Reply: {code, ms, text, slot id}. Codes: 1 run (ms: the attempt, text:
 // the trigger); 2 the run lease is held for ms more (text: same, the run
@@ -105,45 +101,93 @@ end
 // attempt; 6 nothing to do, quietly; 7 S used up its attempts.
 var claimScript = redisscript.New(claimSrc)
 
-const claimSrc = recordPrelude + claimRead + runPrelude + `
+const claimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRest
+
+// claimRead reads the fields of the claim's paths, and splits them.
+const claimRead = `
+local L = KEYS[3]
 local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
+local run, slot, paused, want, nxt, seen, last = unpack(redis.call('HMGET', R,
+	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last'))
+local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy
+if run then
+	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy = string.match(run, runPat)
+end
+if not runTok then
+	run = false
+end
+local slotAt, slotState, slotTries, slotRetry, slotLease
+if slot then
+	slot, slotAt, slotState, slotTries, slotRetry, slotLease = string.match(slot, slotPat)
+	if not slot then
+		-- A record of the earlier layout, a field per part: it names no
+		-- slot and no run that this layout can read; its fields go.
+		redis.call('HDEL', R, 'run.by', 'run.since', 'run.until', 'run.slot', 'run.try', 'run.why', 'slot.at',
+			'slot.state', 'slot.tries', 'slot.retry', 'slot.lease', 'paused.by', 'want.by', 'seen.by', 'hist.last',
+			'last.run', 'last.slot', 'last.by', 'last.start', 'last.end', 'last.outcome', 'last.try', 'last.why',
+			'fail.slot', 'fail.by', 'fail.start', 'fail.end', 'fail.outcome', 'fail.try', 'fail.why')
+	end
+end
+if paused == '' then
+	paused = false
+end
+if want == '' then
+	want = false
+end
+`
+
+const claimRest = `
 local existed = seen
+local lastStart, lastEnd
 -- C2: the record says who saw it last (and when it was born, if new, and
 -- the next tick announced, if earlier), with the answer's own fields, in
 -- one HSET; then it lives long enough.
 local announce = ARGV[12] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[12]) < tonumber(nxt))
-local function seenWith(...)
+local function answer(r, ...)
+	local sn = now .. '|' .. replica
 	if announce then
 		if existed then
-			redis.call('HSET', R, 'seen', now, 'seen.by', replica, 'next', ARGV[12], ...)
+			redis.call('HSET', R, 'seen', sn, 'next', ARGV[12], ...)
 		else
-			redis.call('HSET', R, 'born', now, 'seen', now, 'seen.by', replica, 'next', ARGV[12], ...)
+			redis.call('HSET', R, 'born', now, 'seen', sn, 'next', ARGV[12], ...)
 		end
 	elseif existed then
-		redis.call('HSET', R, 'seen', now, 'seen.by', replica, ...)
+		redis.call('HSET', R, 'seen', sn, ...)
 	else
-		redis.call('HSET', R, 'born', now, 'seen', now, 'seen.by', replica, ...)
+		redis.call('HSET', R, 'born', now, 'seen', sn, ...)
 	end
 	keep(tonumber(ARGV[7]))
-end
-local function answer(r, ...)
-	seenWith(...)
 	return r
+end
+-- packSlot is the slot field of slot S.
+local function packSlot(S, at, state, tries, retry, lease)
+	return S .. '|' .. at .. '|' .. state .. '|' .. tries .. '|' .. retry .. '|' .. (lease or '')
 end
 -- C1: a run whose lease ended is over.
 if run and tonumber(runUntil) < now then
-	more()
 	lastStart, lastEnd = runSince, runUntil
 	local state = stateAfter('lost', max)
+	local err = 'the run lease expired: its replica died or lost Redis'
 	if state == 'open' then
 		slotState, slotRetry = state, now
-		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'last.run', '', 'slot.state', state, 'slot.retry', now)
+		ended('lost', runUntil, err, '', 'slot', packSlot(slot, slotAt, state, slotTries, now, slotLease))
 	elseif state then
 		slotState = state
-		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'last.run', '', 'slot.state', state)
+		ended('lost', runUntil, err, '', 'slot', packSlot(slot, slotAt, state, slotTries, slotRetry, slotLease))
 	else
-		ended('lost', runUntil, 'the run lease expired: its replica died or lost Redis', 'last.run', '')
+		ended('lost', runUntil, err, '')
 	end
+	-- The lost run joins the history at once.
+	if redis.call('LPUSH', H, cjson.encode({slot = runSlot, by = runBy, why = runWhy, try = runTry, due = '',
+		start = runSince, ['end'] = runUntil, outcome = 'lost', error = err})) == 1 then
+		local ttl = redis.call('PTTL', R)
+		if ttl > 0 then
+			redis.call('PEXPIRE', H, ttl)
+		end
+	else
+		redis.call('LTRIM', H, 0, tonumber(ARGV[15]) - 1)
+	end
+	run = false
 end
 -- R10, and E4 below: a replica that starts follows up (E3) the record's
 -- Cron slot if a run of it may yet fail with attempts left or it waits for
@@ -158,8 +202,7 @@ local function followUpAtStart()
 	return answer({6})
 end
 if mode == 'hello' then
-	if #KEYS == 1 and slot then
-		more()
+	if not L and slot then
 		return followUpAtStart()
 	end
 	return answer({6}) -- R10
@@ -167,16 +210,15 @@ end
 local running = run
 -- start answers a run of slot: the run lease, with extra fields.
 local function start(slot, try, why, ...)
-	return answer({1, try, why, slot}, 'run', ARGV[4], 'run.by', replica, 'run.since', now,
-		'run.until', now + tonumber(ARGV[6]), 'run.slot', slot, 'run.try', try, 'run.why', why, ...)
+	return answer({1, try, why, slot}, 'run', ARGV[4] .. '|' .. now .. '|' .. (now + tonumber(ARGV[6])) .. '|' ..
+		try .. '|' .. why .. '|' .. slot .. '|' .. replica, ...)
 end
 -- R9: a request runs when nothing holds the run lease.
 local function request()
 	if running or not want then
 		return nil
 	end
-	redis.call('HDEL', R, 'want', 'want.by')
-	return start(slot or '', 1, 'request')
+	return start(slot or '', 1, 'request', 'want', '')
 end
 if mode == 'request' then
 	local r = request()
@@ -189,9 +231,8 @@ if mode == 'request' then
 end
 -- Which slot a duration policy's tick or catch-up is for: D1 to D4.
 local fresh = false
-if #KEYS == 2 and (mode == 'tick' or mode == 'catchup') then
-	more()
-	local held = redis.call('GET', KEYS[2])
+if L and (mode == 'tick' or mode == 'catchup') then
+	local held = redis.call('GET', L)
 	if not held then
 		fresh = true -- D1
 	elseif held == slotLease then
@@ -209,7 +250,6 @@ end
 local sid = S or ''
 -- R1, R2: the run lease is held.
 if running then
-	more()
 	if mode == 'catchup' then
 		if not fresh and slot == S then
 			return followUpAtStart()
@@ -240,38 +280,40 @@ if fresh then
 elseif slot == S then
 	state = slotState
 	if state == 'open' then
-		more()
 		if tonumber(slotTries or '0') >= max then
 			-- Fewer attempts than when it opened (a rolling deploy).
 			state = 'failed'
-			redis.call('HSET', R, 'slot.state', state)
+			redis.call('HSET', R, 'slot', packSlot(slot, slotAt, state, slotTries, slotRetry, slotLease))
 		elseif tonumber(slotRetry or '0') > now then
 			state = 'waiting'
 		else
 			state = 'due'
 		end
 	end
-elseif #KEYS == 1 and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0')) then
+elseif not L and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0')) then
 	state = 'none'
 else
 	state = 'past'
 end
 -- open opens slot S at at, and starts its first attempt.
 local function open(S, at, why)
-	if #KEYS == 2 then
-		redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[9])
-		return start(S, 1, why, 'slot', S, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0, 'slot.lease', ARGV[10])
+	if L then
+		redis.call('SET', L, ARGV[10], 'PX', ARGV[9])
+		return start(S, 1, why, 'slot', packSlot(S, at, 'open', 1, 0, ARGV[10]))
 	end
-	return start(S, 1, why, 'slot', S, 'slot.at', at, 'slot.state', 'open', 'slot.tries', 1, 'slot.retry', 0)
+	return start(S, 1, why, 'slot', packSlot(S, at, 'open', 1, 0, ''))
 end
 if state == 'none' then -- R4
 	if mode == 'tick' then
-		if #KEYS == 2 then
+		if L then
 			return open(tostring(now), now, 'schedule')
 		end
 		-- R2: the last run began before S and ended after S began: it held
 		-- the job at S's start, however late this tick comes.
 		local at = tonumber(ARGV[3])
+		if not lastEnd and last then
+			lastEnd, lastStart = string.match(last, '^([^|]*)|([^|]*)|')
+		end
 		if lastEnd and tonumber(lastEnd) > at and tonumber(lastStart) < at then
 			return answer({2, 0, 'other', sid})
 		end
@@ -281,7 +323,7 @@ if state == 'none' then -- R4
 	end
 	local window = tonumber(ARGV[13])
 	local born = redis.call('HMGET', R, 'born')[1]
-	if #KEYS == 1 then
+	if not L then
 		local at = tonumber(ARGV[3])
 		if (born and at < tonumber(born)) or now - at > window then
 			return answer({6})
@@ -300,7 +342,7 @@ elseif mode == 'catchup' then
 	return answer({6})
 elseif state == 'due' then -- R5
 	local tries = tonumber(slotTries or '0') + 1
-	return start(S, tries, 'retry', 'slot.tries', tries)
+	return start(S, tries, 'retry', 'slot', packSlot(slot, slotAt, slotState, tries, slotRetry, slotLease))
 elseif state == 'waiting' then -- R6
 	local wait = tonumber(slotRetry) - now
 	if mode == 'tick' then
@@ -323,94 +365,106 @@ return request() or answer({3, 0, '', sid}) -- R7`
 // own). Reply: {0} if the run no longer holds the run lease, else {1,
 // state of its slot ("" for a requested run), 1 if a request waits}.
 //
-// It also keeps the job's history (PROTOCOL.md, the record): KEYS[2], a
-// list of the last ARGV[8] runs, newest first, to which it adds the run
-// that ended (ARGV[9]: when it was due, in ms of its replica's clock), and
-// first the run that a claim recorded lost since the last completion, if
-// any; the list lives as long as the record. ARGV[10] is the job's
-// schedule, as the replica states it.
+// It also adds the run to the job's history (PROTOCOL.md, the record), a
+// list of the last ARGV[8] runs, newest first, which lives as long as the
+// record. ARGV[9] is when the run was due, in ms of its replica's clock;
+// ARGV[10] the job's schedule, as the replica states it; ARGV[11] the
+// replica's name and ARGV[12] the error text, each as a JSON string, for
+// the history's entry.
 //
 // Sent again for a run it recorded already (R18: its first answer went
 // unacknowledged by the replicas, or was lost), it finds the run's token
-// in last.run, answers as it did, and writes last.run again: a write, so
-// that a WAIT after it covers the record as the server has it.
-var completeScript = redisscript.New(recordPrelude + `
-local run, runBy, runSince, runSlot, runTry, runWhy, slot, want, nxt, lastOutcome, histLast = unpack(redis.call('HMGET', R,
-	'run', 'run.by', 'run.since', 'run.slot', 'run.try', 'run.why', 'slot', 'want', 'next', 'last.outcome', 'hist.last'))
-if run ~= ARGV[1] then
-	local lastRun, lastSlot, lastWhy, slotState = unpack(redis.call('HMGET', R, 'last.run', 'last.slot', 'last.why', 'slot.state'))
-	if lastRun ~= ARGV[1] then
+// in last, answers as it did, and writes last again: a write, so that a
+// WAIT after it covers the record as the server has it.
+var completeScript = redisscript.New(completeSrc)
+
+const completeSrc = recordPrelude + packPatterns + `
+local run, slot, want, nxt = unpack(redis.call('HMGET', R, 'run', 'slot', 'want', 'next'))
+local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy
+if run then
+	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy = string.match(run, runPat)
+end
+local slotAt, slotState, slotTries, slotRetry, slotLease
+if slot then
+	slot, slotAt, slotState, slotTries, slotRetry, slotLease = string.match(slot, slotPat)
+end
+local w = 0
+if want and want ~= '' then
+	w = 1
+end
+if runTok ~= ARGV[1] then
+	local last = redis.call('HMGET', R, 'last')[1]
+	if not last then
 		return {0}
 	end
-	redis.call('HSET', R, 'last.run', lastRun)
+	local lastSlot, lastWhy, lastTok = string.match(last, '^[^|]*|[^|]*|([^|]*)|[^|]*|([^|]*)|[^|]*|([^|]*)|')
+	if lastTok ~= ARGV[1] then
+		return {0}
+	end
+	redis.call('HSET', R, 'last', last)
 	local state = ''
 	if lastWhy ~= 'request' and lastSlot == slot then
 		state = slotState or ''
 	end
-	local w = 0
-	if want then
-		w = 1
-	end
 	return {1, state, w}
 end
-local runUntil` + runPrelude + `
-local H, outcome, max = KEYS[2], ARGV[2], tonumber(ARGV[4])
--- A run is named by its slot, attempt and start: two runs can start in one
--- millisecond.
-local function name(slot, try, start)
-	return tostring(slot or '') .. ' ' .. tostring(try or '') .. ' ' .. tostring(start or '')
+` + runPrelude + `
+local outcome, max = ARGV[2], tonumber(ARGV[4])
+local errJSON = '""'
+if ARGV[3] ~= '' then
+	errJSON = ARGV[12]
 end
--- A run that C1 recorded lost since the last completion enters the history
--- before this one: it is in last, and not the history's newest.
-if lastOutcome == 'lost' then
-	local p = redis.call('HMGET', R, 'last.start', 'last.end', 'last.slot', 'last.by', 'last.why', 'last.try', 'fail.error')
-	if name(p[3], p[6], p[1]) ~= histLast then
-		redis.call('LPUSH', H, cjson.encode({slot = p[3], by = p[4], why = p[5], try = p[6], due = '', start = p[1],
-			['end'] = p[2], outcome = 'lost', error = p[7] or ''}))
-	end
+local ttl = keep(tonumber(ARGV[6]))
+if redis.call('LPUSH', H, '{"slot":"' .. runSlot .. '","by":' .. ARGV[11] .. ',"why":"' .. runWhy .. '","try":"' ..
+	runTry .. '","due":"' .. ARGV[9] .. '","start":"' .. runSince .. '","end":"' .. now .. '","outcome":"' ..
+	outcome .. '","error":' .. errJSON .. '}') == 1 then
+	redis.call('PEXPIRE', H, ttl)
+else
+	redis.call('LTRIM', H, 0, tonumber(ARGV[8]) - 1)
 end
-redis.call('LPUSH', H, cjson.encode({slot = runSlot, by = runBy, why = runWhy, try = runTry,
-	due = ARGV[9], start = runSince, ['end'] = tostring(now), outcome = outcome, error = ARGV[3]}))
-redis.call('LTRIM', H, 0, tonumber(ARGV[8]) - 1)
-local hist = name(runSlot, runTry, runSince)
 local state = stateAfter(outcome, max)
 local announce = ARGV[7] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[7]) < tonumber(nxt))
 -- One HSET: the run, the slot's new state, and the record's own fields.
-local function finish(err, ...)
-	if announce then
-		ended(outcome, now, err, 'next', ARGV[7], 'every', ARGV[10], 'hist.last', hist, 'last.run', ARGV[1], ...)
-	else
-		ended(outcome, now, err, 'every', ARGV[10], 'hist.last', hist, 'last.run', ARGV[1], ...)
-	end
+local newSlot
+if state == 'open' then
+	newSlot = slot .. '|' .. slotAt .. '|open|' .. slotTries .. '|' .. (now + tonumber(ARGV[5])) .. '|' .. slotLease
+elseif state then
+	newSlot = slot .. '|' .. slotAt .. '|' .. state .. '|' .. slotTries .. '|' .. slotRetry .. '|' .. slotLease
 end
 if outcome == 'ok' then
-	if state then
-		finish('', 'slot.state', state, 'good', now)
+	if newSlot and announce then
+		ended(outcome, now, '', ARGV[1], 'slot', newSlot, 'good', now, 'every', ARGV[10], 'next', ARGV[7])
+	elseif newSlot then
+		ended(outcome, now, '', ARGV[1], 'slot', newSlot, 'good', now, 'every', ARGV[10])
+	elseif announce then
+		ended(outcome, now, '', ARGV[1], 'good', now, 'every', ARGV[10], 'next', ARGV[7])
 	else
-		finish('', 'good', now)
+		ended(outcome, now, '', ARGV[1], 'good', now, 'every', ARGV[10])
 	end
-elseif state == 'open' then
-	finish(ARGV[3], 'slot.state', state, 'slot.retry', now + tonumber(ARGV[5]))
-elseif state then
-	finish(ARGV[3], 'slot.state', state)
+elseif newSlot and announce then
+	ended(outcome, now, ARGV[3], ARGV[1], 'slot', newSlot, 'every', ARGV[10], 'next', ARGV[7])
+elseif newSlot then
+	ended(outcome, now, ARGV[3], ARGV[1], 'slot', newSlot, 'every', ARGV[10])
+elseif announce then
+	ended(outcome, now, ARGV[3], ARGV[1], 'every', ARGV[10], 'next', ARGV[7])
 else
-	finish(ARGV[3])
+	ended(outcome, now, ARGV[3], ARGV[1], 'every', ARGV[10])
 end
-redis.call('PEXPIRE', H, keep(tonumber(ARGV[6])))
-local w = 0
-if want then
-	w = 1
-end
-return {1, state or '', w}`)
+return {1, state or '', w}`
 
 // heartbeatScript is R11: it extends the run lease of the run whose token
 // is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.
 // 1 if it did, 0 if the run no longer holds the run lease.
 var heartbeatScript = redisscript.New(recordPrelude + `
-if redis.call('HMGET', R, 'run')[1] ~= ARGV[1] then
+local run = redis.call('HMGET', R, 'run')[1]
+if not run then
 	return 0
 end
-redis.call('HSET', R, 'run.until', now + tonumber(ARGV[2]))
+local tok, since, rest = string.match(run, '^([^|]*)|([^|]*)|[^|]*|(.*)$')
+if tok ~= ARGV[1] then
+	return 0
+end
+redis.call('HSET', R, 'run', tok .. '|' .. since .. '|' .. (now + tonumber(ARGV[2])) .. '|' .. rest)
 keep(tonumber(ARGV[3]))
 return 1`)
 
@@ -419,16 +473,19 @@ return 1`)
 // A run-now is published by the caller after it (R16), on the channel's
 // own node of a sharded client such as a Ring, where a script's PUBLISH
 // would reach only the record's.
-var controlScript = redisscript.New(recordPrelude + `
+var controlScript = redisscript.New(`
+local R = KEYS[1]
 if redis.call('EXISTS', R) == 0 then
 	return -1
 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op = ARGV[1]
 if op == 'pause' then
-	redis.call('HSET', R, 'paused', now, 'paused.by', ARGV[2])
+	redis.call('HSET', R, 'paused', now .. '|' .. ARGV[2])
 elseif op == 'resume' then
-	redis.call('HDEL', R, 'paused', 'paused.by')
+	redis.call('HDEL', R, 'paused')
 else
-	redis.call('HSET', R, 'want', now, 'want.by', ARGV[2])
+	redis.call('HSET', R, 'want', now .. '|' .. ARGV[2])
 end
 return 1`)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -363,8 +364,10 @@ func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 	for i, j := range w.sc.Jobs {
 		p := Probe{At: now, Job: j.Name}
 		if f := fields[i].Val(); len(f) > 0 {
-			p.Exists, p.TTL, p.Slot, p.State = true, ttls[i].Val(), f["slot"], f["slot.state"]
-			if ms, err := strconv.ParseInt(f["slot.at"], 10, 64); err == nil {
+			// slot = id|at|state|tries|retry|lease
+			slot := append(strings.SplitN(f["slot"], "|", 4), "", "", "")
+			p.Exists, p.TTL, p.Slot, p.State = true, ttls[i].Val(), slot[0], slot[2]
+			if ms, err := strconv.ParseInt(slot[1], 10, 64); err == nil {
 				p.SlotAt = time.UnixMilli(ms).UTC()
 			}
 		}
