@@ -159,3 +159,63 @@ func TestClaimOverEarlierLayout(t *testing.T) {
 		t.Errorf("Status = %+v, %v; want the run of %s", st, err, key)
 	}
 }
+
+// TestPackedFieldsHoldBars: a replica's name, an operator's and an error's
+// text may hold the '|' that separates a packed field's parts: each is the
+// last part of its field (or a field of its own), so the record reads back
+// whole.
+func TestPackedFieldsHoldBars(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	db := lock.NewDb(rdb)
+	every := interval.MustCron("* * * * * *")
+	s, err := newJobState(every, LeaseConfig{Db: db, Name: "bars", Attempts: 2}, "r|1", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	slot := every.Plan(now, now).Slot
+	c, err := s.claim(ctx, modeTick, &Tick{Slot: slot}, time.Time{}, "")
+	if err != nil || c.run == nil {
+		t.Fatalf("claim = %+v, %v; want a run", c, err)
+	}
+	admin := Admin{db: db, by: "admin|x"}
+	if err := admin.Pause(ctx, "bars"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := admin.Status(ctx, "bars")
+	if err != nil || st.Running == nil || st.Running.Replica != "r|1" || st.PausedBy != "admin|x" || st.SeenBy != "r|1" {
+		t.Fatalf("Status = %+v, %v; want r|1's run, paused by admin|x", st, err)
+	}
+	if _, err := s.complete(ctx, c.run, c.attempt, slot.Start, errors.New(`a|b "c"`), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = admin.Status(ctx, "bars")
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case st.Running != nil || st.Last == nil || st.LastFailure == nil:
+		t.Fatalf("Status = %+v; want no run, and the last run failed", st)
+	case st.Last.Replica != "r|1" || st.LastFailure.Replica != "r|1" || st.LastFailure.Error != `a|b "c"` || st.SlotState != "open":
+		t.Errorf("last run %+v, failure %+v, slot %s; want r|1's, error %q, the slot open", *st.Last, *st.LastFailure, st.SlotState, `a|b "c"`)
+	case len(st.History) != 1 || st.History[0].Replica != "r|1" || st.History[0].Error != `a|b "c"`:
+		t.Errorf("history = %+v; want r|1's run, error %q", st.History, `a|b "c"`)
+	}
+}
+
+// TestSlotPatternKeepsLeaseBytes: a duration policy's lease token, the
+// last part of the slot field, is 16 random bytes, any of which may be '|',
+// a newline or a zero byte (one slot in 16 has a '|'); the claim's pattern
+// gives it back whole, or the claim would not know its own lease (D2).
+func TestSlotPatternKeepsLeaseBytes(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	script := packPatterns + `
+local id, at, state, tries, retry, lease = string.match(ARGV[1] .. '|1|open|1|0|' .. ARGV[2], slotPat)
+return {id, lease}`
+	for _, lease := range []string{"", "a|\x00\n|b\xff", string([]byte{'|', '|', 0, 0xff}), newLeaseToken()} {
+		got, err := rdb.Eval(context.Background(), script, nil, "1764946800000", lease).StringSlice()
+		if err != nil || len(got) != 2 || got[0] != "1764946800000" || got[1] != lease {
+			t.Errorf("slot with lease %q read back as %q, %v", lease, got, err)
+		}
+	}
+}
