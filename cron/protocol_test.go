@@ -742,6 +742,19 @@ func TestProtocolRecordKeptAfterFailedClaim(t *testing.T) {
 	}
 }
 
+// halfSlotBefore waits until half a slot of length every before the next
+// slot that is at least that far off, and returns that slot's start, S: a
+// test starts its replicas there, with time to spare before S's tick.
+func halfSlotBefore(every time.Duration) time.Time {
+	now := time.Now()
+	S := now.Truncate(every).Add(every)
+	if S.Sub(now) < every/2 {
+		S = S.Add(every)
+	}
+	time.Sleep(time.Until(S.Add(-every / 2)))
+	return S
+}
+
 // TestProtocolOutageAtTick holds a slot whose tick fell in a Redis outage:
 // replica a's tick of slot S fails, and a's announcement after it finds S
 // unclaimed; then replica b, started after, claims S (its catch-up) and
@@ -753,13 +766,7 @@ func TestProtocolOutageAtTick(t *testing.T) {
 	srv := redistest.Start(t)
 	const every = 10 * time.Second
 	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
-	// Start half a slot before the next one, S.
-	now := time.Now()
-	S := now.Truncate(every).Add(every)
-	if S.Sub(now) < every/2 {
-		S = S.Add(every)
-	}
-	time.Sleep(time.Until(S.Add(-every / 2)))
+	S := halfSlotBefore(every)
 	lease := cron.LeaseConfig{Attempts: 2, Backoff: 3 * time.Second, RunTTL: time.Second, CatchUp: time.Minute}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -838,12 +845,7 @@ func TestProtocolLeaseLostToFailover(t *testing.T) {
 	raw := srv.Client(t)
 	const every = 10 * time.Second
 	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
-	now := time.Now()
-	S := now.Truncate(every).Add(every)
-	if S.Sub(now) < every/2 {
-		S = S.Add(every)
-	}
-	time.Sleep(time.Until(S.Add(-every / 2)))
+	S := halfSlotBefore(every)
 	// Neither replica knows the live replicas: each owns every slot and
 	// claims it at its tick (E1).
 	lease := cron.LeaseConfig{Attempts: 2, Backoff: 200 * time.Millisecond, RunTTL: time.Second}
@@ -915,14 +917,9 @@ func TestProtocolLookAfterOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	const every = 10 * time.Second
 	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
-	// Start half a slot before the next one, S, and lose Redis as soon as
-	// Start returns: S's tick fails however long Start took.
-	now := time.Now()
-	S := now.Truncate(every).Add(every)
-	if S.Sub(now) < every/2 {
-		S = S.Add(every)
-	}
-	time.Sleep(time.Until(S.Add(-every / 2)))
+	// Lose Redis as soon as Start returns: S's tick fails however long
+	// Start took.
+	S := halfSlotBefore(every)
 	var dead atomic.Bool
 	c := srv.Client(t)
 	c.AddHook(deadClient{&dead})
