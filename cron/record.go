@@ -119,6 +119,10 @@ type jobState struct {
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]
 
+	// batch sends this job's looks (E13) with the others of its runtime
+	// due at the same instant; nil sends each alone.
+	batch *lookBatcher
+
 	// helloing is set while an announcement of the job waits to be sent
 	// again after Redis did not answer (see helloAfterError).
 	helloing atomic.Bool

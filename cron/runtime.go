@@ -89,6 +89,7 @@ type Runtime struct {
 	// which their run-now requests come, one per client (guarded by mu),
 	// whose listeners Shutdown stops and waits for.
 	leased           map[string]*entry
+	looks            lookBatcher // the looks (E13) due together, by client
 	subs             []io.Closer
 	listening        map[any]bool // the clients with a listener
 	watchingSkew     bool
@@ -373,6 +374,7 @@ func (r *Runtime) newEntry(e *entry, who func() string, j Job) (interval.Interva
 		if err != nil {
 			return every, err
 		}
+		state.batch = &r.looks
 		if e.admit == nil {
 			e.admit = new(admission)
 		}
