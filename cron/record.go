@@ -119,9 +119,10 @@ type jobState struct {
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]
 
-	// batch sends this job's looks (E13) with the others of its runtime
-	// due at the same instant; nil sends each alone.
-	batch *lookBatcher
+	// batched is c, or, for a Db that waits for no replicas, the
+	// runtime's batchClient of c, which sends the claims, completions
+	// and looks that come together in one pipeline.
+	batched redisscript.Client
 
 	// helloing is set while an announcement of the job waits to be sent
 	// again after Redis did not answer (see helloAfterError).
@@ -153,7 +154,7 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 		}
 	}
 	s := &jobState{
-		c: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
+		c: c, batched: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
 		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
 		history: []string{recordKey(l.Name), historyKey(l.Name)}, keepRuns: l.History, schedule: every.String(),
 	}
@@ -319,7 +320,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	sent := time.Now()
-	cmd, acks, _ := claimScript.RunWait(ctx, s.c, s.repl, s.keys,
+	cmd, acks, _ := claimScript.RunWait(ctx, s.batched, s.repl, s.keys,
 		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
 		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns)
@@ -411,7 +412,7 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if text != "" {
 		errJSON = jsonString(text)
 	}
-	cmd, acked, werr := completeScript.RunWait(ctx, s.c, s.repl, s.history, run.token, outcome, text,
+	cmd, acked, werr := completeScript.RunWait(ctx, s.batched, s.repl, s.history, run.token, outcome, text,
 		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
 		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON)
 	reply, rerr := cmd.Slice()

@@ -351,7 +351,7 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		fields = append(fields, "run")
 	}
 	cmd := redis.NewSliceCmd(ctx, fields...)
-	if err := s.batch.process(ctx, s.c, cmd); err != nil {
+	if err := redisscript.Process(ctx, s.batched, cmd); err != nil {
 		return claimed{}, false, fmt.Errorf("cron: looking at the record of %q: %w", s.name, err)
 	}
 	v := cmd.Val()

@@ -89,7 +89,8 @@ type Runtime struct {
 	// which their run-now requests come, one per client (guarded by mu),
 	// whose listeners Shutdown stops and waits for.
 	leased           map[string]*entry
-	looks            lookBatcher // the looks (E13) due together, by client
+	batchMu          sync.Mutex
+	batches          map[any]*batchClient // the leased jobs' batching clients, by client (guarded by batchMu: Start holds mu)
 	subs             []io.Closer
 	listening        map[any]bool // the clients with a listener
 	watchingSkew     bool
@@ -374,7 +375,7 @@ func (r *Runtime) newEntry(e *entry, who func() string, j Job) (interval.Interva
 		if err != nil {
 			return every, err
 		}
-		state.batch = &r.looks
+		state.batched = r.batchFor(state)
 		if e.admit == nil {
 			e.admit = new(admission)
 		}
