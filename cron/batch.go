@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,14 +34,19 @@ type batchClient struct {
 }
 
 // batch is commands sent in one pipeline; sent is closed once each has
-// its reply or its error.
+// its reply or its error. It is sent under the latest deadline of its
+// callers' contexts, or none if one of them has none: the go-redis
+// client's own timeouts still bound it.
 type batch struct {
-	cmds []redis.Cmder
-	sent chan struct{}
+	cmds     []redis.Cmder
+	deadline time.Time
+	open     bool // a caller's context has no deadline
+	sent     chan struct{}
 }
 
-// Process sends cmd in the next batch and returns its error, or ctx's
-// cause if ctx ends first (the command may still be sent).
+// Process sends cmd in the next batch and returns its error once the batch
+// is back. It does not return when ctx ends: the command is the batch's
+// until then, as a command a client has sent is its connection's.
 func (b *batchClient) Process(ctx context.Context, cmd redis.Cmder) error {
 	b.mu.Lock()
 	bt := b.next
@@ -49,28 +55,35 @@ func (b *batchClient) Process(ctx context.Context, cmd redis.Cmder) error {
 		b.next = bt
 	}
 	bt.cmds = append(bt.cmds, cmd)
+	if d, ok := ctx.Deadline(); !ok {
+		bt.open = true
+	} else if d.After(bt.deadline) {
+		bt.deadline = d
+	}
 	if !b.busy {
 		b.busy, b.next = true, nil
 		go b.send(context.WithoutCancel(ctx), bt)
 	}
 	b.mu.Unlock()
-	select {
-	case <-bt.sent:
-		return cmd.Err()
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	<-bt.sent
+	return cmd.Err()
 }
 
 // send sends bt, then each batch that gathered meanwhile, until none did.
-// Not under a caller's context: the batch is its other callers' too.
-func (b *batchClient) send(ctx context.Context, bt *batch) {
+// Not under a caller's context, which may end before the others': the
+// batch is theirs too.
+func (b *batchClient) send(base context.Context, bt *batch) {
 	for bt != nil {
+		ctx, cancel := base, context.CancelFunc(func() {})
+		if !bt.open {
+			ctx, cancel = context.WithDeadline(base, bt.deadline)
+		}
 		if len(bt.cmds) == 1 {
 			_ = redisscript.Process(ctx, b.c, bt.cmds[0])
 		} else {
 			_ = pipelined(ctx, b.c, bt.cmds) // each command holds its own error
 		}
+		cancel()
 		close(bt.sent)
 		b.mu.Lock()
 		bt, b.next = b.next, nil
