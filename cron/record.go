@@ -82,8 +82,7 @@ type jobState struct {
 	c        redisscript.Client
 	repl     redisscript.Replication // the replicas that acknowledge a claim, completion or heartbeat (lock.WithReplicas)
 	name     string                  // the lease's name
-	keys     []string                // the record and its history, then, for a duration policy, the Rust crate's lease
-	history  []string                // the record and its history
+	keys     []string                // the record and its history (keys[:2]), then, for a duration policy, the Rust crate's lease
 	byJSON   string                  // the replica's name as a JSON string, for the history's entries
 	keepRuns int                     // how many runs the history keeps
 	schedule string                  // the job's interval, as the record states it
@@ -156,7 +155,7 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	s := &jobState{
 		c: c, batched: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
 		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
-		history: []string{recordKey(l.Name), historyKey(l.Name)}, keepRuns: l.History, schedule: every.String(),
+		keepRuns: l.History, schedule: every.String(),
 	}
 	s.byJSON = jsonString(replica)
 	if s.keepRuns == 0 {
@@ -412,7 +411,7 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if text != "" {
 		errJSON = jsonString(text)
 	}
-	cmd, acked, werr := completeScript.RunWait(ctx, s.batched, s.repl, s.history, run.token, outcome, text,
+	cmd, acked, werr := completeScript.RunWait(ctx, s.batched, s.repl, s.keys[:2], run.token, outcome, text,
 		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
 		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON)
 	reply, rerr := cmd.Slice()
@@ -478,7 +477,7 @@ type runLease struct {
 // Deadline stays where the last acknowledged one left it.
 func (l *runLease) Extend(ctx context.Context) (bool, error) {
 	sent := time.Now()
-	cmd, acked, werr := heartbeatScript.RunWait(ctx, l.s.c, l.s.repl, l.s.history, l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
+	cmd, acked, werr := heartbeatScript.RunWait(ctx, l.s.c, l.s.repl, l.s.keys[:2], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
 	n, err := cmd.Int64()
 	if err != nil {
 		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)

@@ -365,14 +365,7 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 	}
 	// The packed fields (PROTOCOL.md, the record): slot = id|at|state|…,
 	// run = token|since|until|try|why|slot|by.
-	rec := strings.SplitN(str(0), "|", 4)
-	run := strings.SplitN(str(2), "|", 7)
-	field := func(parts []string, i int) string {
-		if i < len(parts) {
-			return parts[i]
-		}
-		return ""
-	}
+	rec, run := parts(str(0), 6), parts(str(2), 7)
 	c.slot = slot
 	switch {
 	case rec[0] != slot:
@@ -383,15 +376,15 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		return c, true, nil // the owner did not claim it: take over (E1)
 	case s.attempts == 1:
 		c.reason = ReasonLeaseHeld // R7, or R1 with one attempt
-	case len(run) == 7 && run[5] == slot:
+	case run[5] == slot:
 		// R1: its run goes on; with attempts left, look again when its
 		// lease ends (E3), in case it fails.
 		until, _ := strconv.ParseInt(run[2], 10, 64)
 		c.reason, c.follow = ReasonRunning, true
 		c.wait = max(time.Until(time.UnixMilli(until)), time.Millisecond)
-	case field(rec, 2) == "open":
+	case rec[2] == "open":
 		return c, true, nil // R5 or R6: the claim script says which
-	case field(rec, 2) == "failed":
+	case rec[2] == "failed":
 		c.reason = ReasonAttemptsUsedUp // R8
 	default:
 		c.reason = ReasonLeaseHeld // R7
