@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"sync"
@@ -18,20 +19,44 @@ import (
 // the command itself; so the record's commands that come together on one
 // client go in one pipeline.
 
-// batchClient sends its callers' commands in batches, one pipeline each:
-// a command that finds no batch on the wire goes at once, alone; those
-// that come while one is on the wire go together in the next, as soon as
-// it is back. So a lone command waits for nothing, and commands that come
-// faster than one round trip share one. It serves the record's scripts of
-// a Db that waits for no replicas, and its looks; a WAIT must follow its
-// script on the same connection, which a batch does not promise.
+// batchClient sends its callers' commands in batches, one pipeline each,
+// with up to wire batches on the wire at once and at most size commands in
+// each. A command that finds fewer than wire batches on the wire goes at
+// once, alone; those that come while wire are out wait, in batches of up to
+// size, for the first to come back. So a lone command waits for nothing,
+// commands that come faster than round trips share them, and a burst of
+// thousands is answered batch by batch as Redis gets through it, not all
+// at the end. It serves the record's scripts of a Db that waits for no
+// replicas, and its looks; a WAIT must follow its script on the same
+// connection, which a batch does not promise.
 type batchClient struct {
-	c redisscript.Client
+	c          redisscript.Client
+	wire, size int // 0: batchWire, batchSize
 
-	mu   sync.Mutex
-	busy bool   // a batch is on the wire
-	next *batch // the commands waiting for the next
+	mu  sync.Mutex
+	out int // batches on the wire
+	// The batches to send next, in order, the claims' and looks' before
+	// the completions' (later); only the last of each may have room.
+	waiting, later []*batch
 }
+
+// laterClient sends through its batchClient after the claims and looks
+// waiting then: a completion's reply starts no run, and each completion
+// sent before a claim would delay that run by its time on Redis.
+type laterClient struct{ b *batchClient }
+
+func (l laterClient) Process(ctx context.Context, cmd redis.Cmder) error {
+	return l.b.process(ctx, cmd, true)
+}
+
+// batchWire and batchSize are a batchClient's default bounds: a few
+// pipelines on the wire keep the client's encoding and decoding going
+// while Redis runs the scripts of another, and a batch of 256 claims takes
+// Redis a few milliseconds.
+const (
+	batchWire = 4
+	batchSize = 256
+)
 
 // batch is commands sent in one pipeline; sent is closed once each has
 // its reply or its error. It is sent under the latest deadline of its
@@ -44,34 +69,52 @@ type batch struct {
 	sent     chan struct{}
 }
 
-// Process sends cmd in the next batch and returns its error once the batch
-// is back. It does not return when ctx ends: the command is the batch's
-// until then, as a command a client has sent is its connection's.
-func (b *batchClient) Process(ctx context.Context, cmd redis.Cmder) error {
-	b.mu.Lock()
-	bt := b.next
-	if bt == nil {
-		bt = &batch{sent: make(chan struct{})}
-		b.next = bt
-	}
+func (bt *batch) add(ctx context.Context, cmd redis.Cmder) {
 	bt.cmds = append(bt.cmds, cmd)
 	if d, ok := ctx.Deadline(); !ok {
 		bt.open = true
 	} else if d.After(bt.deadline) {
 		bt.deadline = d
 	}
-	if !b.busy {
-		b.busy, b.next = true, nil
+}
+
+// Process sends cmd in a batch and returns its error once the batch is
+// back. It does not return when ctx ends: the command is the batch's until
+// then, as a command a client has sent is its connection's.
+func (b *batchClient) Process(ctx context.Context, cmd redis.Cmder) error {
+	return b.process(ctx, cmd, false)
+}
+
+func (b *batchClient) process(ctx context.Context, cmd redis.Cmder, later bool) error {
+	wire, size := cmp.Or(b.wire, batchWire), cmp.Or(b.size, batchSize)
+	b.mu.Lock()
+	q := &b.waiting
+	if later {
+		q = &b.later
+	}
+	var bt *batch
+	switch n := len(*q); {
+	case b.out < wire: // none waits: a batch waits only while wire are out
+		b.out++
+		bt = &batch{sent: make(chan struct{})}
+		bt.add(ctx, cmd)
 		go b.send(context.WithoutCancel(ctx), bt)
+	case n > 0 && len((*q)[n-1].cmds) < size:
+		bt = (*q)[n-1]
+		bt.add(ctx, cmd)
+	default:
+		bt = &batch{sent: make(chan struct{})}
+		bt.add(ctx, cmd)
+		*q = append(*q, bt)
 	}
 	b.mu.Unlock()
 	<-bt.sent
 	return cmd.Err()
 }
 
-// send sends bt, then each batch that gathered meanwhile, until none did.
-// Not under a caller's context, which may end before the others': the
-// batch is theirs too.
+// send sends bt, then the batches that wait, first come first (the
+// claims' and looks' before the completions'), until none does. Not under a caller's context, which may end before the others':
+// the batch is theirs too.
 func (b *batchClient) send(base context.Context, bt *batch) {
 	for bt != nil {
 		ctx, cancel := base, context.CancelFunc(func() {})
@@ -86,20 +129,33 @@ func (b *batchClient) send(base context.Context, bt *batch) {
 		cancel()
 		close(bt.sent)
 		b.mu.Lock()
-		bt, b.next = b.next, nil
-		if bt == nil {
-			b.busy = false
+		switch {
+		case len(b.waiting) > 0:
+			bt, b.waiting = pop(b.waiting)
+		case len(b.later) > 0:
+			bt, b.later = pop(b.later)
+		default:
+			bt = nil
+			b.out--
 		}
 		b.mu.Unlock()
 	}
 }
 
-// batchFor returns the client for s's claims, completions and looks: the
-// runtime's batchClient of s's client, one per client, if s's Db waits for
-// no replicas and its client's type can key a map; else the client itself.
-func (r *Runtime) batchFor(s *jobState) redisscript.Client {
+// pop returns q's first batch, and the rest.
+func pop(q []*batch) (*batch, []*batch) {
+	bt := q[0]
+	q[0] = nil
+	return bt, q[1:]
+}
+
+// batchFor returns the clients for s's claims and looks, and for its
+// completions: the runtime's batchClient of s's client, one per client, if
+// s's Db waits for no replicas and its client's type can key a map; else
+// the client itself.
+func (r *Runtime) batchFor(s *jobState) (redisscript.Client, redisscript.Client) {
 	if s.repl.N > 0 || !reflect.TypeOf(s.c).Comparable() {
-		return s.c
+		return s.c, s.c
 	}
 	r.batchMu.Lock()
 	defer r.batchMu.Unlock()
@@ -111,5 +167,5 @@ func (r *Runtime) batchFor(s *jobState) redisscript.Client {
 		b = &batchClient{c: s.c}
 		r.batches[s.c] = b
 	}
-	return b
+	return b, laterClient{b}
 }

@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,11 @@ import (
 )
 
 // lookTrips counts the round trips of a client's looks (HMGET), alone or
-// in pipelines, and can hold the first until more have come.
+// in pipelines, and can hold them until more have come.
 type lookTrips struct {
 	n, cmds atomic.Int64
-	hold    func() // called before the first look goes, if set
-	once    sync.Once
+	gate    chan struct{} // if set, each round trip waits for it to close
+	sizes   sync.Map      // round trip number -> its commands
 }
 
 func (p *lookTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -41,10 +42,10 @@ func (p *lookTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 }
 
 func (p *lookTrips) count(cmds int) {
-	if p.hold != nil {
-		p.once.Do(p.hold)
+	if p.gate != nil {
+		<-p.gate
 	}
-	p.n.Add(1)
+	p.sizes.Store(p.n.Add(1), cmds)
 	p.cmds.Add(int64(cmds))
 }
 
@@ -61,22 +62,16 @@ func TestBatchClient(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := &batchClient{c: rdb}
-	trips := &lookTrips{}
+	b := &batchClient{c: rdb, wire: 1}
+	trips := &lookTrips{gate: make(chan struct{})}
 	queued := func() int {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.next == nil {
-			return 0
+		q := 0
+		for _, bt := range b.waiting {
+			q += len(bt.cmds)
 		}
-		return len(b.next.cmds)
-	}
-	// The first look's round trip lasts until every other look waits for
-	// the next batch.
-	trips.hold = func() {
-		for deadline := time.Now().Add(10 * time.Second); queued() < n && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		return q
 	}
 	rdb.AddHook(trips)
 	look := func(ctx context.Context, i int) (string, error) {
@@ -98,7 +93,7 @@ func TestBatchClient(t *testing.T) {
 	onWire := func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.busy && b.next == nil
+		return b.out == 1 && len(b.waiting) == 0
 	}
 	waitFor(t, onWire, "the first look on the wire")
 	gone := errors.New("the run was cancelled")
@@ -114,6 +109,7 @@ func TestBatchClient(t *testing.T) {
 	wg.Go(func() { cgot, cerr = look(cancelled, 0) })
 	waitFor(t, func() bool { return queued() == n }, "every other look waiting")
 	cancel(gone)
+	close(trips.gate) // the first look's round trip ends
 	wg.Wait()
 	if err := <-first; err != nil {
 		t.Error(err)
@@ -145,5 +141,159 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
+	}
+}
+
+// TestBatchClientBounds: with wire batches on the wire, the looks that
+// come meanwhile wait in batches of at most size, sent first come first as
+// the wire frees up, each look with its own reply.
+func TestBatchClientBounds(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const n = 27
+	for i := range n {
+		if err := rdb.HSet(ctx, "rec"+strconv.Itoa(i), "slot", "s"+strconv.Itoa(i)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := &batchClient{c: rdb, wire: 2, size: 10}
+	trips := &lookTrips{gate: make(chan struct{})}
+	rdb.AddHook(trips)
+	state := func() (out int, waiting []int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, bt := range b.waiting {
+			waiting = append(waiting, len(bt.cmds))
+		}
+		return b.out, waiting
+	}
+	got := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	look := func(i int) {
+		wg.Go(func() {
+			cmd := redis.NewSliceCmd(ctx, "hmget", "rec"+strconv.Itoa(i), "slot")
+			if errs[i] = b.Process(ctx, cmd); errs[i] == nil {
+				got[i], _ = cmd.Val()[0].(string)
+			}
+		})
+	}
+	look(0)
+	look(1)
+	waitFor(t, func() bool { out, w := state(); return out == 2 && len(w) == 0 }, "two looks on the wire")
+	for i := 2; i < n; i++ {
+		look(i)
+	}
+	waitFor(t, func() bool { _, w := state(); return slices.Equal(w, []int{10, 10, 5}) }, "the rest waiting in batches of 10, 10 and 5")
+	close(trips.gate)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || got[i] != "s"+strconv.Itoa(i) {
+			t.Errorf("look %d = %q, %v; want %q", i, got[i], errs[i], "s"+strconv.Itoa(i))
+		}
+	}
+	var sizes []int
+	trips.sizes.Range(func(_, v any) bool { sizes = append(sizes, v.(int)); return true })
+	slices.Sort(sizes)
+	if want := []int{1, 1, 5, 10, 10}; !slices.Equal(sizes, want) {
+		t.Errorf("round trips of %v looks, want %v", sizes, want)
+	}
+	if out, w := state(); out != 0 || len(w) != 0 {
+		t.Errorf("after: %d batches on the wire, %v waiting; want none", out, w)
+	}
+}
+
+// tripOrder records, for each round trip, the names of its commands, and
+// holds the trips until gate closes.
+type tripOrder struct {
+	gate  chan struct{}
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func (p *tripOrder) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *tripOrder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		p.record([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+func (p *tripOrder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		p.record(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (p *tripOrder) record(cmds []redis.Cmder) {
+	if len(cmds) == 0 || (cmds[0].Name() != "hmget" && cmds[0].Name() != "hget") {
+		return // a connection's handshake
+	}
+	<-p.gate
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.Name()
+	}
+	p.mu.Lock()
+	p.trips = append(p.trips, names)
+	p.mu.Unlock()
+}
+
+// TestBatchClientLater: the completions (sent through laterClient) that
+// wait go after the claims and looks that wait, even those that came
+// after them, so that no run's start waits for another run's completion.
+func TestBatchClientLater(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	if err := rdb.HSet(ctx, "rec", "slot", "s").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := &batchClient{c: rdb, wire: 1}
+	order := &tripOrder{gate: make(chan struct{})}
+	rdb.AddHook(order)
+	count := func(q []*batch) (n int) {
+		for _, bt := range q {
+			n += len(bt.cmds)
+		}
+		return n
+	}
+	state := func() (out, waiting, later int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.out, count(b.waiting), count(b.later)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	send := func(c interface {
+		Process(context.Context, redis.Cmder) error
+	}, name string) {
+		wg.Go(func() {
+			var cmd redis.Cmder = redis.NewSliceCmd(ctx, "hmget", "rec", "slot")
+			if name == "hget" {
+				cmd = redis.NewStringCmd(ctx, "hget", "rec", "slot")
+			}
+			if err := c.Process(ctx, cmd); err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	send(b, "hmget")
+	waitFor(t, func() bool { out, _, _ := state(); return out == 1 }, "the first look on the wire")
+	for range 3 {
+		send(laterClient{b}, "hget")
+	}
+	waitFor(t, func() bool { _, _, l := state(); return l == 3 }, "three completions waiting")
+	for range 2 {
+		send(b, "hmget")
+	}
+	waitFor(t, func() bool { _, w, _ := state(); return w == 2 }, "two looks waiting")
+	close(order.gate)
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d commands failed", n)
+	}
+	want := [][]string{{"hmget"}, {"hmget", "hmget"}, {"hget", "hget", "hget"}}
+	if !slices.EqualFunc(order.trips, want, slices.Equal) {
+		t.Errorf("round trips %v, want %v: the looks that waited before the completions", order.trips, want)
 	}
 }

@@ -118,10 +118,11 @@ type jobState struct {
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]
 
-	// batched is c, or, for a Db that waits for no replicas, the
-	// runtime's batchClient of c, which sends the claims, completions
-	// and looks that come together in one pipeline.
-	batched redisscript.Client
+	// batched and completing are c, or, for a Db that waits for no
+	// replicas, the runtime's batchClient of c, which sends the claims,
+	// completions and looks that come together in one pipeline, the
+	// completions (completing) after the others.
+	batched, completing redisscript.Client
 
 	// helloing is set while an announcement of the job waits to be sent
 	// again after Redis did not answer (see helloAfterError).
@@ -153,7 +154,7 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 		}
 	}
 	s := &jobState{
-		c: c, batched: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
+		c: c, batched: c, completing: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
 		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
 		keepRuns: l.History, schedule: every.String(),
 	}
@@ -411,7 +412,7 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if text != "" {
 		errJSON = jsonString(text)
 	}
-	cmd, acked, werr := completeScript.RunWait(ctx, s.batched, s.repl, s.keys[:2], run.token, outcome, text,
+	cmd, acked, werr := completeScript.RunWait(ctx, s.completing, s.repl, s.keys[:2], run.token, outcome, text,
 		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
 		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON)
 	reply, rerr := cmd.Slice()

@@ -69,7 +69,7 @@ func newProtocol(tb testing.TB, rdb *redis.Client, name string, every interval.I
 		tb.Fatal(err)
 	}
 	c := &counting{Client: s.c}
-	s.c, s.batched = c, c
+	s.c, s.batched, s.completing = c, c, c
 	first, _ := every.NextSlot(time.Now())
 	return &protocol{s: s, c: c, every: every, slot: first}
 }
