@@ -95,7 +95,9 @@ func (h *History) Linearizable(ttl time.Duration, k LockKind, lim Limits) Check 
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	b := bounds{ttl: int64(ttl), slack: int64(expirySlack)}
+	h.mu.Lock()
+	b := bounds{ttl: int64(ttl), slack: int64(expirySlack), outlive: int64(h.outlive)}
+	h.mu.Unlock()
 	c := Check{Result: Ok, Ops: len(ops)}
 	deadline := start.Add(lim.Time)
 	for _, n := range names {

@@ -20,7 +20,10 @@ import (
 //   - may have found it live if x was called before r+ttl+1ms.
 //
 // Both bounds are widened by expirySlack, for the reading of one wall clock
-// by two processes. Everything else is exact. An operation that returned an
+// by two processes, and the second by the history's outlive too: how much
+// longer than its TTL the server may keep a key (a slot migration's MIGRATE
+// stretches a key's life by the time its target took to run the RESTORE).
+// Everything else is exact. An operation that returned an
 // error took effect or didn't: the model allows both, and its return is taken
 // to be the end of time.
 
@@ -37,8 +40,9 @@ type lease struct {
 	call, ret int64
 }
 
-// bounds is what the model knows about time: the TTL and the slack.
-type bounds struct{ ttl, slack int64 }
+// bounds is what the model knows about time: the TTL, the slack, and how
+// much longer than the TTL a key may outlive its last setting (outlive).
+type bounds struct{ ttl, slack, outlive int64 }
 
 // mayHaveEnded reports whether l may have ended when x ran.
 func (b bounds) mayHaveEnded(l lease, x Op) bool {
@@ -47,7 +51,12 @@ func (b bounds) mayHaveEnded(l lease, x Op) bool {
 
 // mayBeLive reports whether l may still have been live when x ran.
 func (b bounds) mayBeLive(l lease, x Op) bool {
-	return x.Call-b.slack < l.ret+b.ttl+int64(time.Millisecond)
+	return x.Call-b.slack < b.lastLive(l)
+}
+
+// lastLive is the latest instant at which l may still be live.
+func (b bounds) lastLive(l lease) int64 {
+	return l.ret + b.ttl + int64(time.Millisecond) + b.outlive
 }
 
 func ret(x Op) int64 {
@@ -211,7 +220,7 @@ func pure(x Op) bool { return x.Kind.acquires() && !x.Ok && x.Err == "" }
 // pruning it merges states that only old history told apart.
 func (b bounds) prune(s rwState, horizon int64, unknownCall func(hold uint64) int64) rwState {
 	over := func(l lease) bool {
-		return min(horizon, unknownCall(l.hold))-b.slack >= l.ret+b.ttl+int64(time.Millisecond)
+		return min(horizon, unknownCall(l.hold))-b.slack >= b.lastLive(l)
 	}
 	if s.w.hold != 0 && over(s.w) {
 		s.w = lease{}

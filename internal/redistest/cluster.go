@@ -44,8 +44,9 @@ type Cluster struct {
 	nodes []*Server
 	ids   []string // node ids, by node index
 
-	mu    sync.Mutex
-	moved map[int]time.Time // when MigrateSlot last moved each slot
+	mu      sync.Mutex
+	moved   map[int]time.Time // when MigrateSlot last moved each slot
+	longest time.Duration     // the longest MIGRATE command of MigrateSlot
 }
 
 // StartCluster starts a Redis Cluster of the given number of masters, splits the 16384 slots
@@ -382,9 +383,13 @@ func (c *Cluster) migrate(ctx context.Context, slot, to int) error {
 		for _, k := range keys {
 			args = append(args, k)
 		}
+		sent := time.Now()
 		if err := src.Do(ctx, args...).Err(); err != nil {
 			return fmt.Errorf("node %d: MIGRATE %d keys: %w", from, len(keys), err)
 		}
+		c.mu.Lock()
+		c.longest = max(c.longest, time.Since(sent))
+		c.mu.Unlock()
 	}
 	// The target first, so that it owns the slot (under a new config epoch) before the source
 	// starts sending clients there with MOVED; the others directly rather than by gossip.
@@ -412,6 +417,16 @@ func (c *Cluster) migrate(ctx context.Context, slot, to int) error {
 		c.mu.Unlock()
 	}
 	return err
+}
+
+// LongestMigrate returns the longest that a MIGRATE command of MigrateSlot took. A key it moved
+// may outlive its TTL by up to that: the source reads the milliseconds the key has left, and the
+// target sets them from its own clock when it runs the RESTORE, so a target slow to run it (a
+// busy machine's scheduler) adds its delay to the key's life.
+func (c *Cluster) LongestMigrate() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.longest
 }
 
 // heardSince checks that every running, unpaused node other than node i has received a PONG

@@ -244,6 +244,9 @@ func TestCluster(t *testing.T) {
 		if got, err := nodes[from].Client(t).ClusterCountKeysInSlot(ctx, slot).Result(); err != nil || got != 0 {
 			t.Errorf("COUNTKEYSINSLOT on the source = %d, %v; want 0", got, err)
 		}
+		if c.LongestMigrate() <= 0 {
+			t.Errorf("LongestMigrate() = %v after a migration, want the time its MIGRATE took", c.LongestMigrate())
+		}
 	})
 
 	t.Run("migrate slot under load", func(t *testing.T) {
@@ -392,5 +395,37 @@ func TestCommandStats(t *testing.T) {
 	}
 	if after["set"].Usec < before["set"].Usec {
 		t.Errorf("set usec went down: %d → %d", before["set"].Usec, after["set"].Usec)
+	}
+}
+
+// TestMigrateStretchesTTL shows what Cluster.LongestMigrate is for, on two
+// real redis-servers: a MIGRATE sends the milliseconds its key has left, and
+// the target sets them from its own clock when it runs the RESTORE, so a
+// target that runs it late (stopped here for 100 ms, as a busy machine's
+// scheduler may) keeps the key that much longer than its TTL.
+func TestMigrateStretchesTTL(t *testing.T) {
+	ctx := context.Background()
+	src, dst := Start(t), Start(t)
+	a, b := src.Client(t), dst.Client(t)
+	host, port, _ := strings.Cut(dst.Addr(), ":")
+	const ttl, stall = 2 * time.Second, 100 * time.Millisecond
+	if err := a.Set(ctx, "k", "v", ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	set := time.Now()
+	dst.Pause(t)
+	time.AfterFunc(stall, func() { dst.Resume(t) })
+	if err := a.Migrate(ctx, host, port, "k", 0, 5*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pttl, err := b.PTTL(ctx, "k").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := ttl - time.Since(set)
+	if stretch := pttl - left; stretch < stall/2 {
+		t.Errorf("after a MIGRATE to a target stopped for %v, the key has %v left where its TTL leaves %v: stretched by %v, want about %v", stall, pttl, left, stretch, stall)
+	} else {
+		t.Logf("the key outlives its TTL by %v", stretch)
 	}
 }
