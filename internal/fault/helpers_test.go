@@ -2,6 +2,7 @@ package fault_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,27 @@ func verdict(t *testing.T, h *fault.History, ttl time.Duration, k fault.LockKind
 	default:
 		t.Errorf("linearizability: %v, want Ok", c)
 	}
+	if c.Result != fault.Ok {
+		keepHistory(t, h)
+	}
 	return string(c.Result)
+}
+
+// keepHistory writes h's operations, one per line, to a file that outlives
+// the test, and logs its path: a history the check refused is the evidence
+// to read.
+func keepHistory(t *testing.T, h *fault.History) {
+	t.Helper()
+	f, err := os.CreateTemp("", "fault-history-*.txt")
+	if err != nil {
+		t.Logf("keeping the history: %v", err)
+		return
+	}
+	defer f.Close()
+	for _, o := range h.Ops() {
+		fmt.Fprintln(f, o)
+	}
+	t.Logf("the history is in %s", f.Name())
 }
 
 // stale checks what the resource saw of stale writes, failing the test if one
