@@ -54,14 +54,9 @@ func (p *lookTrips) count(cmds int) {
 // on the wire go together in one pipeline, each with its own reply, that
 // of a caller whose context ended meanwhile included.
 func TestBatchClient(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	ctx := context.Background()
 	const n = 100
-	for i := range n {
-		if err := rdb.HSet(ctx, "rec"+strconv.Itoa(i), "slot", "s"+strconv.Itoa(i)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rdb := lookRecords(t, n)
+	ctx := context.Background()
 	b := &batchClient{c: rdb, wire: 1}
 	trips := &lookTrips{gate: make(chan struct{})}
 	queued := func() int {
@@ -134,6 +129,19 @@ func TestBatchClient(t *testing.T) {
 	}
 }
 
+// lookRecords starts a redis-server and writes n records for looks to
+// read: rec0 to rec<n-1>, whose field slot is s0 to s<n-1>.
+func lookRecords(t *testing.T, n int) *redis.Client {
+	t.Helper()
+	rdb := redistest.Start(t).Client(t)
+	for i := range n {
+		if err := rdb.HSet(context.Background(), "rec"+strconv.Itoa(i), "slot", "s"+strconv.Itoa(i)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rdb
+}
+
 // waitFor waits until cond holds, and fails t if it does not within 10 s.
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
@@ -148,14 +156,9 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 // come meanwhile wait in batches of at most size, sent first come first as
 // the wire frees up, each look with its own reply.
 func TestBatchClientBounds(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	ctx := context.Background()
 	const n = 27
-	for i := range n {
-		if err := rdb.HSet(ctx, "rec"+strconv.Itoa(i), "slot", "s"+strconv.Itoa(i)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rdb := lookRecords(t, n)
+	ctx := context.Background()
 	b := &batchClient{c: rdb, wire: 2, size: 10}
 	trips := &lookTrips{gate: make(chan struct{})}
 	rdb.AddHook(trips)
