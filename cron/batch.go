@@ -41,8 +41,9 @@ type batchClient struct {
 }
 
 // laterClient sends through its batchClient after the claims and looks
-// waiting then: a completion's reply starts no run, and each completion
-// sent before a claim would delay that run by its time on Redis.
+// waiting then, up to wire batches of them: a completion's reply starts no
+// run, and each completion sent before a claim would delay that run by its
+// time on Redis.
 type laterClient struct{ b *batchClient }
 
 func (l laterClient) Process(ctx context.Context, cmd redis.Cmder) error {
@@ -67,6 +68,7 @@ type batch struct {
 	deadline time.Time
 	open     bool // a caller's context has no deadline
 	sent     chan struct{}
+	passed   int // for a batch of completions, the batches of claims and looks sent before it while it waited
 }
 
 func (bt *batch) add(ctx context.Context, cmd redis.Cmder) {
@@ -112,10 +114,15 @@ func (b *batchClient) process(ctx context.Context, cmd redis.Cmder, later bool) 
 	return cmd.Err()
 }
 
-// send sends bt, then the batches that wait, first come first (the
-// claims' and looks' before the completions'), until none does. Not under a caller's context, which may end before the others':
-// the batch is theirs too.
+// send sends bt, then the batches that wait, until none does: first come
+// first, the claims' and looks' before the completions', but a batch of
+// completions lets at most wire others pass it, so that under a backlog
+// that never ends (more jobs than Redis keeps up with) completions still
+// go, and a run's completion is not held back past its job's next claim
+// for long. Not under a caller's context, which may end before the
+// others': the batch is theirs too.
 func (b *batchClient) send(base context.Context, bt *batch) {
+	wire := cmp.Or(b.wire, batchWire)
 	for bt != nil {
 		ctx, cancel := base, context.CancelFunc(func() {})
 		if !bt.open {
@@ -130,7 +137,10 @@ func (b *batchClient) send(base context.Context, bt *batch) {
 		close(bt.sent)
 		b.mu.Lock()
 		switch {
-		case len(b.waiting) > 0:
+		case len(b.waiting) > 0 && (len(b.later) == 0 || b.later[0].passed < wire):
+			if len(b.later) > 0 {
+				b.later[0].passed++
+			}
 			bt, b.waiting = pop(b.waiting)
 		case len(b.later) > 0:
 			bt, b.later = pop(b.later)
