@@ -121,7 +121,7 @@ type jobState struct {
 	// batched and completing are c, or, for a Db that waits for no
 	// replicas, the runtime's batchClient of c, which sends the claims,
 	// completions and looks that come together in one pipeline, the
-	// completions (completing) after the others.
+	// completions (completing) after the others, behind a few at most.
 	batched, completing redisscript.Client
 
 	// helloing is set while an announcement of the job waits to be sent
