@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -116,5 +117,49 @@ func TestParseHistoryLostInOneMillisecond(t *testing.T) {
 	same := &RunRecord{Slot: "2027-01-15T08:00:01Z", Replica: "r0", Attempt: 1, Started: at, Outcome: "error"}
 	if got := outcomes(parseHistory([]string{entry}, same)); got != "error" {
 		t.Errorf("history = %s, want error, once", got)
+	}
+}
+
+// TestHistoryExpiresWithRecord: a history that a completion starts, or a
+// claim's lost run, expires with its record, to the millisecond, on a real
+// redis-server. Its TTL was the record's PTTL set again with PEXPIRE, and
+// Redis reads its clock at each of the two calls, so a history sometimes
+// outlived its record by a millisecond (TestHistory failed so once, on a
+// loaded machine).
+func TestHistoryExpiresWithRecord(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	db := lock.NewDb(rdb)
+	ctx := context.Background()
+	every := interval.MustCron("* * * * * *")
+	slot := every.Plan(time.Now(), time.Now()).Slot
+	later := 0
+	const jobs = 300
+	for i := range jobs {
+		name := fmt.Sprintf("expiry-%d", i)
+		s, err := newJobState(every, LeaseConfig{Db: db, Name: name, TTL: time.Minute, RunTTL: time.Second}, "r0", time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tick := Tick{Slot: slot, Scheduled: slot.Start}
+		c, err := s.claim(ctx, modeTick, &tick, time.Time{}, "")
+		if err != nil || c.run == nil {
+			t.Fatalf("claim = %+v, %v; want a run", c, err)
+		}
+		if _, err := s.complete(ctx, c.run, c.attempt, tick.Scheduled, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		r, h := rdb.PExpireTime(ctx, recordKey(name)).Val(), rdb.PExpireTime(ctx, historyKey(name)).Val()
+		if h <= 0 || r <= 0 {
+			t.Fatalf("job %d: the record expires at %v, its history at %v: want both to expire", i, r, h)
+		}
+		if h != r {
+			later++
+			if later <= 3 {
+				t.Errorf("job %d: the history expires %v after its record", i, h-r)
+			}
+		}
+	}
+	if later > 0 {
+		t.Errorf("%d of %d histories expire after their records, want none", later, jobs)
 	}
 }

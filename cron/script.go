@@ -25,6 +25,15 @@ const recordPrelude = `
 local R, H = KEYS[1], KEYS[2]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- sameExpiry makes the history expire when the record does, to the
+-- millisecond: a TTL read from one key and set on another would add the
+-- time between the two calls, which Redis reads from its clock at each.
+local function sameExpiry()
+	local at = redis.call('PEXPIRETIME', R)
+	if at > 0 then
+		redis.call('PEXPIREAT', H, at)
+	end
+end
 -- keep makes the record and its history live ms more at least (C2), never
 -- less than they were to live already, which another replica may have
 -- asked for; a quarter more than asked, so that most calls find it long
@@ -34,7 +43,7 @@ local function keep(ms)
 	if ttl < ms then
 		ttl = ms + math.floor(ms / 4)
 		redis.call('PEXPIRE', R, ttl)
-		redis.call('PEXPIRE', H, ttl)
+		sameExpiry()
 	end
 	return ttl
 end
@@ -180,10 +189,7 @@ if run and tonumber(runUntil) < now then
 	-- The lost run joins the history at once.
 	if redis.call('LPUSH', H, cjson.encode({slot = runSlot, by = runBy, why = runWhy, try = runTry, due = '',
 		start = runSince, ['end'] = runUntil, outcome = 'lost', error = err})) == 1 then
-		local ttl = redis.call('PTTL', R)
-		if ttl > 0 then
-			redis.call('PEXPIRE', H, ttl)
-		end
+		sameExpiry()
 	else
 		redis.call('LTRIM', H, 0, tonumber(ARGV[15]) - 1)
 	end
@@ -418,7 +424,7 @@ local ttl = keep(tonumber(ARGV[6]))
 if redis.call('LPUSH', H, '{"slot":"' .. runSlot .. '","by":' .. ARGV[11] .. ',"why":"' .. runWhy .. '","try":"' ..
 	runTry .. '","due":"' .. ARGV[9] .. '","start":"' .. runSince .. '","end":"' .. now .. '","outcome":"' ..
 	outcome .. '","error":' .. errJSON .. '}') == 1 then
-	redis.call('PEXPIRE', H, ttl)
+	sameExpiry()
 else
 	redis.call('LTRIM', H, 0, tonumber(ARGV[8]) - 1)
 end
