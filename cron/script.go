@@ -37,7 +37,7 @@ end
 -- keep makes the record and its history live ms more at least (C2), never
 -- less than they were to live already, which another replica may have
 -- asked for; a quarter more than asked, so that most calls find it long
--- enough. It returns the TTL the record has now.
+-- enough.
 local function keep(ms)
 	local ttl = redis.call('PTTL', R)
 	if ttl < ms then
@@ -45,7 +45,6 @@ local function keep(ms)
 		redis.call('PEXPIRE', R, ttl)
 		sameExpiry()
 	end
-	return ttl
 end
 `
 
@@ -420,7 +419,7 @@ local errJSON = '""'
 if ARGV[3] ~= '' then
 	errJSON = ARGV[12]
 end
-local ttl = keep(tonumber(ARGV[6]))
+keep(tonumber(ARGV[6]))
 if redis.call('LPUSH', H, '{"slot":"' .. runSlot .. '","by":' .. ARGV[11] .. ',"why":"' .. runWhy .. '","try":"' ..
 	runTry .. '","due":"' .. ARGV[9] .. '","start":"' .. runSince .. '","end":"' .. now .. '","outcome":"' ..
 	outcome .. '","error":' .. errJSON .. '}') == 1 then
