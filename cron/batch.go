@@ -164,7 +164,7 @@ func pop(q []*batch) (*batch, []*batch) {
 // s's Db waits for no replicas and its client's type can key a map; else
 // the client itself.
 func (r *Runtime) batchFor(s *jobState) (redisscript.Client, redisscript.Client) {
-	if s.repl.N > 0 || !reflect.TypeOf(s.c).Comparable() {
+	if s.repl.N > 0 || !reflect.ValueOf(s.c).Comparable() {
 		return s.c, s.c
 	}
 	r.batchMu.Lock()

@@ -69,7 +69,7 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 			continue // requests wait for the job's next tick
 		}
 		var key any = s // a client that can't be a map key gets a listener per job
-		if reflect.TypeOf(s.c).Comparable() {
+		if reflect.ValueOf(s.c).Comparable() {
 			key = s.c
 		}
 		if r.listening[key] {

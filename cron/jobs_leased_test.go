@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
@@ -125,5 +127,40 @@ func TestReplaceLeasedByPlain(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if err := rt.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tagged is a client whose type can be compared but whose values can't: it
+// holds a slice in an interface field, and a map keyed by it panics. It
+// subscribes, as the *redis.Client it embeds does.
+type tagged struct {
+	*redis.Client
+	tags any
+}
+
+// TestLeasedClientNotComparable runs leased jobs whose Db's client can't
+// key a map although its type could: the runtime groups them per job, as
+// it does clients whose type can't be compared, and does not panic.
+func TestLeasedClientNotComparable(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(tagged{Client: srv.Client(t), tags: []string{"a"}})
+	log := newJobLog()
+	var jobs []cron.Job
+	for _, name := range []string{"export", "import"} {
+		jobs = append(jobs, &leasedJob{
+			testJob: testJob{name: name, every: interval.AtLeast(time.Hour), process: log.work("r0", nil)},
+			lease:   cron.LeaseConfig{Db: db, Name: name},
+		})
+	}
+	start(t, jobs, cron.WithReplica("r0"))
+	ran := map[string]bool{}
+	for range jobs {
+		ran[log.next(t, "a startup run").tick.Job] = true
+	}
+	if !ran["export"] || !ran["import"] {
+		t.Errorf("startup runs of %v, want export and import", ran)
+	}
+	for _, name := range []string{"export", "import"} {
+		waitStatus(t, db, name, func(st cron.JobStatus) bool { return st.Last != nil })
 	}
 }

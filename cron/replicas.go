@@ -153,7 +153,7 @@ func (r *Runtime) groups() []*groupClient {
 	for name, e := range r.leased {
 		s := e.admit.state
 		var key any = s
-		if reflect.TypeOf(s.c).Comparable() {
+		if reflect.ValueOf(s.c).Comparable() {
 			key = s.c
 		}
 		g := byClient[key]

@@ -675,8 +675,13 @@ func (r *Runtime) requeueAfter(e *entry, start, end time.Time) {
 // listenerEnded counts the end of one of the goroutines of the leased
 // jobs' own calls (a listener, a start's announcements, the clock check),
 // which began under r.mu while the runtime was not stopped, and closes
-// listenersDone after the last once Shutdown was called.
+// listenersDone after the last once Shutdown was called. Deferred by each,
+// it lets a panic go on at once: the goroutine may have panicked holding
+// r.mu, and waiting for it would hang the runtime instead of crashing.
 func (r *Runtime) listenerEnded() {
+	if p := recover(); p != nil {
+		panic(p)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.listenersRunning--; r.listenersRunning == 0 && r.stopped.Load() {

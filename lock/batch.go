@@ -154,9 +154,9 @@ next:
 		if t == nil {
 			continue
 		}
-		if t.c != nil && reflect.TypeOf(t.c).Comparable() {
+		if t.c != nil && reflect.ValueOf(t.c).Comparable() {
 			for g, c := range clients {
-				if c != nil && reflect.TypeOf(c).Comparable() && c == t.c {
+				if c != nil && reflect.ValueOf(c).Comparable() && c == t.c {
 					groups[g] = append(groups[g], i)
 					continue next
 				}

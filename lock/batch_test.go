@@ -382,3 +382,28 @@ func TestManyMini(t *testing.T) {
 		t.Errorf("ReleaseMany = %v, %v", ok, err)
 	}
 }
+
+// tagged is a client whose type can be compared but whose values can't: it
+// holds a slice in an interface field. Comparing two of them panics.
+type tagged struct {
+	lock.Client
+	tags any
+}
+
+// TestManyClientNotComparable checks that tokens of a client whose values
+// can't be compared are released and extended, each apart, without a panic.
+func TestManyClientNotComparable(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(tagged{Client: srv.Client(t), tags: []string{"a"}})
+	ctx := t.Context()
+	toks, err := invoices.TryLockMany(ctx, db, []uint64{1, 2})
+	if err != nil || toks[0] == nil || toks[1] == nil {
+		t.Fatalf("TryLockMany(1, 2) = %v, %v; want two tokens", toks, err)
+	}
+	if held, err := lock.ExtendMany(ctx, toks); err != nil || !held[0] || !held[1] {
+		t.Errorf("ExtendMany = %v, %v; want both held", held, err)
+	}
+	if held, err := lock.ReleaseMany(ctx, toks); err != nil || !held[0] || !held[1] {
+		t.Errorf("ReleaseMany = %v, %v; want both released", held, err)
+	}
+}
