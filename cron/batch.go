@@ -161,7 +161,7 @@ func pop(q []*batch) (*batch, []*batch) {
 
 // batchFor returns the clients for s's claims and looks, and for its
 // completions: the runtime's batchClient of s's client, one per client, if
-// s's Db waits for no replicas and its client's type can key a map; else
+// s's Db waits for no replicas and its client can key a map; else
 // the client itself.
 func (r *Runtime) batchFor(s *jobState) (redisscript.Client, redisscript.Client) {
 	if s.repl.N > 0 || !reflect.ValueOf(s.c).Comparable() {

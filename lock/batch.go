@@ -144,8 +144,9 @@ func manyTokens(ctx context.Context, tokens []*Token, s script, extend bool) ([]
 }
 
 // byClient returns the indexes of the non-nil tokens grouped by the client
-// they were given, in order of first appearance. A client whose type can't
-// be compared gets a group per token.
+// they were given, in order of first appearance. A client that can't be
+// compared (its type, or a value it holds, such as a slice in an interface
+// field) gets a group per token.
 func byClient(tokens []*Token) [][]int {
 	var groups [][]int
 	var clients []Client
