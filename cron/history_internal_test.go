@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -125,30 +127,75 @@ func TestParseHistoryLostInOneMillisecond(t *testing.T) {
 // redis-server. Its TTL was the record's PTTL set again with PEXPIRE, and
 // Redis reads its clock at each of the two calls, so a history sometimes
 // outlived its record by a millisecond (TestHistory failed so once, on a
-// loaded machine).
+// loaded machine). Redis 6.2 has no PEXPIRETIME, and there the scripts give
+// the history the record's TTL, within a few milliseconds: so they do too
+// for a user that may not send PEXPIRETIME, which tests that path on any
+// server.
 func TestHistoryExpiresWithRecord(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	db := lock.NewDb(rdb)
-	ctx := context.Background()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	// exact: the server has PEXPIRETIME (Redis 7.0 and later).
+	exact := admin.PExpireTime(t.Context(), "no-such-key").Err() == nil
+	rule := []string{"on", ">pw", "~*", "&*", "+@all"}
+	if exact {
+		rule = append(rule, "-pexpiretime") // Redis 6.2 refuses to name it
+	}
+	srv.SetUser(t, "no-expiretime", rule...)
+	opts := srv.Options()
+	opts.Username, opts.Password = "no-expiretime", "pw"
+	without := redis.NewClient(opts)
+	t.Cleanup(func() { without.Close() })
+
+	t.Run("PEXPIRETIME", func(t *testing.T) {
+		if !exact {
+			t.Skip("the server has no PEXPIRETIME (Redis 6.2): the other subtest checks what the scripts do there")
+		}
+		checkHistoryExpiry(t, admin, admin, true)
+	})
+	t.Run("without PEXPIRETIME", func(t *testing.T) {
+		checkHistoryExpiry(t, without, admin, false)
+	})
+}
+
+// checkHistoryExpiry completes a run of each of 300 jobs through c, and
+// checks through admin that each history expires when its record does: at
+// the same millisecond if exact, else within a few milliseconds.
+func checkHistoryExpiry(t *testing.T, c, admin *redis.Client, exact bool) {
+	ctx := t.Context()
+	db := lock.NewDb(c)
 	every := interval.MustCron("* * * * * *")
 	slot := every.Plan(time.Now(), time.Now()).Slot
+	bothTTLs := redis.NewScript("return {redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[2])}")
+	const ttlSlack = 10 // ms
 	later := 0
 	const jobs = 300
 	for i := range jobs {
-		name := fmt.Sprintf("expiry-%d", i)
+		name := fmt.Sprintf("expiry-%d-%v", i, exact)
 		s, err := newJobState(every, LeaseConfig{Db: db, Name: name, TTL: time.Minute, RunTTL: time.Second}, "r0", time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tick := Tick{Slot: slot, Scheduled: slot.Start}
-		c, err := s.claim(ctx, modeTick, &tick, time.Time{}, "")
-		if err != nil || c.run == nil {
-			t.Fatalf("claim = %+v, %v; want a run", c, err)
+		cl, err := s.claim(ctx, modeTick, &tick, time.Time{}, "")
+		if err != nil || cl.run == nil {
+			t.Fatalf("claim = %+v, %v; want a run", cl, err)
 		}
-		if _, err := s.complete(ctx, c.run, c.attempt, tick.Scheduled, nil, time.Time{}); err != nil {
+		if _, err := s.complete(ctx, cl.run, cl.attempt, tick.Scheduled, nil, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		r, h := rdb.PExpireTime(ctx, recordKey(name)).Val(), rdb.PExpireTime(ctx, historyKey(name)).Val()
+		if !exact {
+			// The two TTLs read here may differ by the time between two
+			// commands too.
+			ttls, err := bothTTLs.Run(ctx, admin, []string{recordKey(name), historyKey(name)}).Int64Slice()
+			if err != nil || len(ttls) != 2 {
+				t.Fatalf("job %d: the TTLs = %v, %v", i, ttls, err)
+			}
+			if r, h := ttls[0], ttls[1]; r <= 0 || h <= 0 || h < r-ttlSlack || h > r+ttlSlack {
+				t.Errorf("job %d: the record's PTTL is %d ms, its history's %d ms: want both set, within %d ms", i, r, h, ttlSlack)
+			}
+			continue
+		}
+		r, h := admin.PExpireTime(ctx, recordKey(name)).Val(), admin.PExpireTime(ctx, historyKey(name)).Val()
 		if h <= 0 || r <= 0 {
 			t.Fatalf("job %d: the record expires at %v, its history at %v: want both to expire", i, r, h)
 		}

@@ -28,10 +28,20 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- sameExpiry makes the history expire when the record does, to the
 -- millisecond: a TTL read from one key and set on another would add the
 -- time between the two calls, which Redis reads from its clock at each.
+-- Redis 6.2 has no PEXPIRETIME (pcall answers its error as a table
+-- instead of stopping the script): there the history gets the record's
+-- TTL, and may outlive it by the time between the two calls.
 local function sameExpiry()
-	local at = redis.call('PEXPIRETIME', R)
-	if at > 0 then
-		redis.call('PEXPIREAT', H, at)
+	local at = redis.pcall('PEXPIRETIME', R)
+	if type(at) == 'number' then
+		if at > 0 then
+			redis.call('PEXPIREAT', H, at)
+		end
+		return
+	end
+	local ttl = redis.call('PTTL', R)
+	if ttl > 0 then
+		redis.call('PEXPIRE', H, ttl)
 	end
 end
 -- keep makes the record and its history live ms more at least (C2), never
