@@ -104,11 +104,13 @@ type jobState struct {
 	own string
 
 	// retry is the timer of this replica's next look at the job's newest
-	// slot it knows of (E2 or E3), if one is planned: when, and at which
-	// slot. Guarded by Runtime.mu.
+	// slot it knows of (E2 or E3), if one is planned: when, at which slot,
+	// for which event, and the slot's record id. Guarded by Runtime.mu.
 	retry     *time.Timer
 	retryAt   time.Time
 	retrySlot interval.Slot
+	retryMode claimMode
+	retryID   string
 
 	// looks counts the looks in a row that Redis did not answer after a
 	// tick it did not answer (modeLook), for their back-off.
