@@ -100,7 +100,9 @@ end
 // live at least, in ms; 8 the attempts a slot gets; 9 a duration policy's
 // lease TTL in ms, 10 its new token and 11 this replica's previous one; 12
 // the next tick in ms (or empty); 13 the catch-up window in ms; 14 a
-// duration policy's interval in ms; 15 how many runs the history keeps.
+// duration policy's interval in ms; 15 how many runs the history keeps;
+// 16 when a Cron slot's tick is due in ms: its start, plus the job's
+// offset into it with a spread (interval.Interval.WithSpread).
 //
 // Reply: {code, ms, text, slot id}. Codes: 1 run (ms: the attempt, text:
 // the trigger); 2 the run lease is held for ms more (text: same, the run
@@ -313,13 +315,14 @@ if state == 'none' then -- R4
 		if L then
 			return open(tostring(now), now, 'schedule')
 		end
-		-- R2: the last run began before S and ended after S began: it held
-		-- the job at S's start, however late this tick comes.
-		local at = tonumber(ARGV[3])
+		-- R2: the last run began before S's tick was due (S's start, plus
+		-- the job's spread offset) and ended after: it held the job when
+		-- S's ticks came, however late this tick comes.
+		local due = tonumber(ARGV[16])
 		if not lastEnd and last then
 			lastEnd, lastStart = string.match(last, '^([^|]*)|([^|]*)|')
 		end
-		if lastEnd and tonumber(lastEnd) > at and tonumber(lastStart) < at then
+		if lastEnd and tonumber(lastEnd) > due and tonumber(lastStart) < due then
 			return answer({2, 0, 'other', sid})
 		end
 		return open(S, ARGV[3], 'schedule')
