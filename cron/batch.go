@@ -129,7 +129,7 @@ func (b *batchClient) send(base context.Context, bt *batch) {
 			ctx, cancel = context.WithDeadline(base, bt.deadline)
 		}
 		if len(bt.cmds) == 1 {
-			_ = redisscript.Process(ctx, b.c, bt.cmds[0])
+			_ = processOne(ctx, b.c, bt.cmds[0])
 		} else {
 			_ = pipelined(ctx, b.c, bt.cmds) // each command holds its own error
 		}

@@ -180,7 +180,10 @@ func (r *Runtime) cancelRuns(e *entry, cause error) {
 // The job's next tick is the first its new interval has after now; there
 // is no startup run. A run in progress goes on, the old job's; like any
 // run, it keeps the job's next ticks from overlapping it. A [Leased] job
-// whose lease name changes keeps a new record from its next tick on.
+// whose lease name changes keeps a new record from its next tick on; one
+// that keeps it keeps the record, and a slot whose attempt failed, before
+// Replace or in the old job's run that goes on, still gets its next
+// attempt after the back-off, within the new [LeaseConfig.Attempts].
 //
 // Replace returns an error wrapping [ErrInvalidJob] for a job that
 // [Runtime.Add] would refuse (but for its name, which must be taken),
@@ -206,15 +209,22 @@ func (r *Runtime) Replace(job Job) error {
 		r.mu.Unlock()
 		return err
 	}
+	var oldState *jobState
 	if old := e.admit; old != nil && old.state != nil {
 		delete(r.leased, old.lease)
-		old.state.stopRetry()
+		oldState = old.state
 	}
 	r.release(e.every)
 	e.job, e.admit, e.every = n.job, n.admit, r.policyOf(every)
 	leased := e.admit != nil && e.admit.state != nil
 	if leased {
 		r.leased[e.admit.lease] = e
+	}
+	if oldState != nil {
+		if leased {
+			r.keepLook(e, oldState)
+		}
+		oldState.stopRetry()
 	}
 	if !e.admit.waits() {
 		e.setQuick(false) // its next run tells

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,5 +163,61 @@ func TestLeasedClientNotComparable(t *testing.T) {
 	}
 	for _, name := range []string{"export", "import"} {
 		waitStatus(t, db, name, func(st cron.JobStatus) bool { return st.Last != nil })
+	}
+}
+
+// TestReplaceLeasedRetry replaces a leased AtLeast job whose slot gets two
+// attempts after its first attempt failed: the replaced job still makes
+// the second attempt at the slot, whether Replace comes during the
+// back-off or while the failing run still goes on. Replace used to drop
+// the planned retry (it was the old job's), and the slot stayed open with
+// one attempt until its lease ran out.
+func TestReplaceLeasedRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		duringRun bool // Replace while the failing run goes on, else during its back-off
+	}{
+		{name: "during the back-off"},
+		{name: "while the failing run goes on", duringRun: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			db := lock.NewDb(srv.Client(t))
+			log := newJobLog()
+			release := make(chan struct{})
+			var failed atomic.Bool
+			job := func() cron.Job {
+				return &leasedJob{
+					testJob: testJob{name: "flaky", every: interval.AtLeast(time.Hour), process: log.work("r0", func(context.Context, cron.Tick) error {
+						if failed.CompareAndSwap(false, true) {
+							if tc.duringRun {
+								<-release
+							}
+							return errors.New("the first attempt fails")
+						}
+						return nil
+					})},
+					lease: cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 300 * time.Millisecond},
+				}
+			}
+			rt := start(t, []cron.Job{job()}, cron.WithReplica("r0"))
+			if tc.duringRun {
+				waitStatus(t, db, "flaky", func(st cron.JobStatus) bool { return st.Running != nil })
+			} else {
+				waitStatus(t, db, "flaky", func(st cron.JobStatus) bool { return st.SlotState == "open" })
+			}
+			if err := rt.Replace(job()); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			if r := log.next(t, "the failing attempt"); r.err == nil {
+				t.Fatalf("the first run succeeded; want it to fail")
+			}
+			r := log.next(t, "the second attempt")
+			if r.err != nil || r.tick.Attempt != 2 || r.tick.Trigger != cron.TriggerRetry {
+				t.Errorf("second run: attempt %d, trigger %v, %v; want attempt 2, retry, success", r.tick.Attempt, r.tick.Trigger, r.err)
+			}
+			waitStatus(t, db, "flaky", func(st cron.JobStatus) bool { return st.SlotState == "done" })
+		})
 	}
 }

@@ -166,7 +166,9 @@ type LeaseConfig struct {
 	// a longer one. For a Cron job it is twice the slot's length by
 	// default, and may be longer than the slot; it must outlast the spread
 	// of the replicas' ticks for one slot (clock offsets, late wake-ups),
-	// or their ticks are skipped with [ReasonTooLate].
+	// or their ticks are skipped with [ReasonTooLate]; with a spread
+	// (interval.Interval.WithSpread) it must be longer than the spread, or
+	// Start refuses it.
 	TTL time.Duration
 
 	// Attempts is how many runs a slot gets until one succeeds. 0 or 1,

@@ -429,3 +429,56 @@ func TestLeaseLogged(t *testing.T) {
 		t.Errorf("replica b logged %d skips, want 2", n)
 	}
 }
+
+// TestLeaseSpreadPastTTL gives a leased job a spread that is not shorter
+// than its lease's TTL: a tick due that far into its slot would find the
+// slot's claim window over, and every such tick was skipped, too late, so
+// the job never ran. Start, Add and Replace refuse it, as they refuse any
+// lease that can't work; a spread shorter than the TTL is taken.
+func TestLeaseSpreadPastTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDb(srv.Client(t))
+	every := interval.MustCron("* * * * * *").WithoutStartupRun()
+	job := func(name string, spread, ttl time.Duration) *leasedJob {
+		return &leasedJob{
+			testJob: testJob{name: name, every: every.WithSpread(spread)},
+			lease:   cron.LeaseConfig{Db: db, TTL: ttl},
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		spread, ttl time.Duration
+		ok          bool
+	}{
+		{"spread past the TTL", time.Second, 100 * time.Millisecond, false},
+		{"spread as long as the TTL", 500 * time.Millisecond, 500 * time.Millisecond, false},
+		{"spread shorter than the TTL", 500 * time.Millisecond, 600 * time.Millisecond, true},
+		{"spread and the default TTL", time.Second, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			check := func(what string, err error) {
+				t.Helper()
+				if tc.ok && err != nil {
+					t.Errorf("%s = %v, want nil", what, err)
+				} else if !tc.ok && !errors.Is(err, cron.ErrInvalidJob) {
+					t.Errorf("%s = %v, want %v", what, err, cron.ErrInvalidJob)
+				}
+			}
+			var sk skips
+			rt, err := cron.Start([]cron.Job{job("started", tc.spread, tc.ttl)}, cron.WithObserver(sk.observer()))
+			check("Start", err)
+			if err == nil {
+				if !tc.ok {
+					// What became of its ticks.
+					time.Sleep(1500 * time.Millisecond)
+					reasons, _ := sk.get()
+					t.Logf("the job started; its ticks in 1.5 s were skipped: %q", reasons)
+				}
+				rt.Shutdown(t.Context())
+			}
+			rt = start(t, []cron.Job{job("replaced", 0, tc.ttl)})
+			check("Add", rt.Add(job("added", tc.spread, tc.ttl)))
+			check("Replace", rt.Replace(job("replaced", tc.spread, tc.ttl)))
+		})
+	}
+}

@@ -961,3 +961,55 @@ func TestProtocolLookAfterOutage(t *testing.T) {
 		t.Errorf("skips reported = %q, want one: %q", skipped, want)
 	}
 }
+
+// TestProtocolSpreadRunEndsBeforeDue runs a leased job every second,
+// spread over the second, whose runs end after the next slot starts but
+// before that slot's tick is due (its start plus the job's offset): no
+// run holds the job when a tick comes, so every slot runs, as it does
+// without a lease. R2 used to compare the last run's end with the slot's
+// start, and skipped every other slot on every replica.
+func TestProtocolSpreadRunEndsBeforeDue(t *testing.T) {
+	srv := redistest.Start(t)
+	every := interval.MustCron("* * * * * *").WithSpread(time.Second).WithoutStartupRun()
+	// A job whose offset is 0.6 s to 0.8 s into its slot, and runs that
+	// end halfway between the next slot's start and its tick.
+	slot := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var name string
+	var offset time.Duration
+	for i := 0; offset < 600*time.Millisecond || offset > 800*time.Millisecond; i++ {
+		name = fmt.Sprint("spread-", i)
+		offset = every.Due(name, slot).Sub(slot)
+	}
+	took := time.Second - offset/2
+	log := newJobLog()
+	var logs records
+	job := &leasedJob{
+		testJob: testJob{name: name, every: every, process: log.work("r0", func(context.Context, cron.Tick) error {
+			time.Sleep(took)
+			return nil
+		})},
+		lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
+	}
+	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("r0"), cron.WithLogger(slog.New(&logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5500 * time.Millisecond)
+	if err := rt.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := log.all()
+	if len(runs) < 3 {
+		t.Fatalf("%d runs in 5.5 s, want about 5", len(runs))
+	}
+	for i := 1; i < len(runs); i++ {
+		if prev, cur := runs[i-1].tick.Slot.Start, runs[i].tick.Slot.Start; !cur.Equal(prev.Add(time.Second)) {
+			t.Errorf("run %d of slot %v follows slot %v, want each slot run (offset %v, runs of %v)", i, cur.Format("15:04:05"), prev.Format("15:04:05"), offset, took)
+		}
+	}
+	for _, rec := range logs.all() {
+		if rec.Level == slog.LevelWarn {
+			t.Errorf("Warn %q, reason %q", rec.Message, attr(rec, "reason"))
+		}
+	}
+}

@@ -98,17 +98,23 @@ type jobState struct {
 	replica  string
 	now      func() time.Time
 
+	// due returns when the job's tick of the Cron slot that starts at
+	// start is due: start, or later with a spread; nil for start.
+	due func(start time.Time) time.Time
+
 	// own is the token of this replica's latest lease of a duration
 	// policy's slot, "" before the first.
 	mu  sync.Mutex
 	own string
 
 	// retry is the timer of this replica's next look at the job's newest
-	// slot it knows of (E2 or E3), if one is planned: when, and at which
-	// slot. Guarded by Runtime.mu.
+	// slot it knows of (E2 or E3), if one is planned: when, at which slot,
+	// for which event, and the slot's record id. Guarded by Runtime.mu.
 	retry     *time.Timer
 	retryAt   time.Time
 	retrySlot interval.Slot
+	retryMode claimMode
+	retryID   string
 
 	// looks counts the looks in a row that Redis did not answer after a
 	// tick it did not answer (modeLook), for their back-off.
@@ -290,7 +296,7 @@ func (s *jobState) confirm(ctx context.Context, run *runLease, until time.Time) 
 // claimOnce sends one claim; acked reports that the replicas acknowledged
 // it, as the Db asks (always, for a Db that asks for none).
 func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next time.Time, slot string) (c claimed, acked bool, err error) {
-	slotAt := ""
+	slotAt, dueAt := "", ""
 	var leaseMS int64
 	var token, prev string
 	now := s.now()
@@ -298,6 +304,12 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	if s.shared {
 		slot, _ = t.Slot.Key()
 		slotAt = strconv.FormatInt(t.Slot.Start.UnixMilli(), 10)
+		dueAt = slotAt
+		if s.due != nil {
+			// R2 asks whether a run held the job when the slot's ticks
+			// came: with a spread, after its start.
+			dueAt = strconv.FormatInt(s.due(t.Slot.Start).UnixMilli(), 10)
+		}
 	}
 	if (mode == modeTick || mode == modeRetry || mode == modeFollow) && !now.Before(end) {
 		// Its claim window is over; a duration policy's lease would
@@ -323,7 +335,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	cmd, acks, _ := claimScript.RunWait(ctx, s.batched, s.repl, s.keys,
 		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
-		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns)
+		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns, dueAt)
 	reply, err := cmd.Slice()
 	if err != nil {
 		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)

@@ -34,15 +34,31 @@ func (r *Runtime) followUp(a *runArgs, c claimed) {
 // replaces one at an older slot, however much later it comes, since only a
 // tick opens a slot and the older one is past once the newer one is named
 // (PROTOCOL.md, E2 and E3). s is the record that named the slot: none if e
-// was removed or replaced since.
+// was removed since, or replaced by a job that keeps another record.
 func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) {
-	if !r.now().Add(d).Before(slot.LeaseEnd(s.ttl)) {
-		return // past its claim window: no claim of the slot can run it
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state != s {
+	r.planLook(e, s, mode, slot, id, d)
+}
+
+// planLook is lookAgain with r.mu held.
+func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) {
+	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
 		return
+	}
+	if cur := e.admit.state; cur != s {
+		// Replace put a new config in e's place since. Its record is
+		// still the slot's if it has the lease name and the kind of
+		// slots: its attempts are the slot's to retry (the claim script
+		// refuses one beyond the new Attempts), as the replaced job's
+		// were.
+		if cur.keys[0] != s.keys[0] || cur.shared != s.shared {
+			return
+		}
+		s = cur
+	}
+	if !r.now().Add(d).Before(slot.LeaseEnd(s.ttl)) {
+		return // past its claim window: no claim of the slot can run it
 	}
 	at := time.Now().Add(d)
 	if s.retry != nil {
@@ -68,7 +84,19 @@ func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval
 			r.offSchedule(e, mode, slot, id)
 		}
 	})
-	s.retry, s.retryAt, s.retrySlot = timer, at, slot
+	s.retry, s.retryAt, s.retrySlot, s.retryMode, s.retryID = timer, at, slot, mode, id
+}
+
+// keepLook plans on e, which Replace just gave a new config, the look that
+// old, its previous record keeper, had planned, if the new config keeps
+// the same record (see planLook): a slot whose attempt failed is retried
+// after its back-off whether or not the job was replaced meanwhile. r.mu
+// is held.
+func (r *Runtime) keepLook(e *entry, old *jobState) {
+	if old.retry == nil {
+		return
+	}
+	r.planLook(e, old, old.retryMode, old.retrySlot, old.retryID, max(time.Until(old.retryAt), 0))
 }
 
 // lookAgainAfterError schedules E2 or E3 again, a back-off later, after

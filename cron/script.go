@@ -102,7 +102,8 @@ end
 `
 
 // claimScript is every claim of PROTOCOL.md: E1 tick, E2 retry, E3
-// follow-up, E4 catch-up, E5 request and E6 hello, after C1 and C2. ARGV:
+// follow-up, E4 catch-up, E5 request and E6 hello, after C1, C2 and C3
+// (a claim sent again answers as it did). ARGV:
 // 1 mode (tick, retry, follow, catchup, request, hello); 2 the slot's id S
 // (a Cron slot's key; a duration policy's, for retry and follow, the id a
 // claim answered; else empty); 3 a Cron slot's start in ms; 4 the run's
@@ -110,7 +111,9 @@ end
 // live at least, in ms; 8 the attempts a slot gets; 9 a duration policy's
 // lease TTL in ms, 10 its new token and 11 this replica's previous one; 12
 // the next tick in ms (or empty); 13 the catch-up window in ms; 14 a
-// duration policy's interval in ms; 15 how many runs the history keeps.
+// duration policy's interval in ms; 15 how many runs the history keeps;
+// 16 when a Cron slot's tick is due in ms: its start, plus the job's
+// offset into it with a spread (interval.Interval.WithSpread).
 //
 // Reply: {code, ms, text, slot id}. Codes: 1 run (ms: the attempt, text:
 // the trigger); 2 the run lease is held for ms more (text: same, the run
@@ -203,6 +206,12 @@ if run and tonumber(runUntil) < now then
 		redis.call('LTRIM', H, 0, tonumber(ARGV[15]) - 1)
 	end
 	run = false
+end
+-- C3: this claim, sent again (go-redis sends a command or a pipeline again
+-- after a read error or a timeout, though Redis executed it), finds the run
+-- it started by its token, new for each claim: it answers as it did.
+if run and runTok == ARGV[4] then
+	return answer({1, tonumber(runTry), runWhy, runSlot})
 end
 -- R10, and E4 below: a replica that starts follows up (E3) the record's
 -- Cron slot if a run of it may yet fail with attempts left or it waits for
@@ -323,13 +332,14 @@ if state == 'none' then -- R4
 		if L then
 			return open(tostring(now), now, 'schedule')
 		end
-		-- R2: the last run began before S and ended after S began: it held
-		-- the job at S's start, however late this tick comes.
-		local at = tonumber(ARGV[3])
+		-- R2: the last run began before S's tick was due (S's start, plus
+		-- the job's spread offset) and ended after: it held the job when
+		-- S's ticks came, however late this tick comes.
+		local due = tonumber(ARGV[16])
 		if not lastEnd and last then
 			lastEnd, lastStart = string.match(last, '^([^|]*)|([^|]*)|')
 		end
-		if lastEnd and tonumber(lastEnd) > at and tonumber(lastStart) < at then
+		if lastEnd and tonumber(lastEnd) > due and tonumber(lastStart) < due then
 			return answer({2, 0, 'other', sid})
 		end
 		return open(S, ARGV[3], 'schedule')
@@ -388,7 +398,7 @@ return request() or answer({3, 0, '', sid}) -- R7`
 // the history's entry.
 //
 // Sent again for a run it recorded already (R18: its first answer went
-// unacknowledged by the replicas, or was lost), it finds the run's token
+// unacknowledged by the replicas, or was lost; C3), it finds the run's token
 // in last, answers as it did, and writes last again: a write, so that a
 // WAIT after it covers the record as the server has it.
 var completeScript = redisscript.New(completeSrc)
@@ -469,8 +479,11 @@ return {1, state or '', w}`
 
 // heartbeatScript is R11: it extends the run lease of the run whose token
 // is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.
-// 1 if it did, 0 if the run no longer holds the run lease.
-var heartbeatScript = redisscript.New(recordPrelude + `
+// 1 if it did, 0 if the run no longer holds the run lease. Sent again
+// (C3), it extends the lease again and answers as it did.
+var heartbeatScript = redisscript.New(heartbeatSrc)
+
+const heartbeatSrc = recordPrelude + `
 local run = redis.call('HMGET', R, 'run')[1]
 if not run then
 	return 0
@@ -481,7 +494,7 @@ if tok ~= ARGV[1] then
 end
 redis.call('HSET', R, 'run', tok .. '|' .. since .. '|' .. (now + tonumber(ARGV[2])) .. '|' .. rest)
 keep(tonumber(ARGV[3]))
-return 1`)
+return 1`
 
 // controlScript is R15 and R16: an operator's command. ARGV[1] is pause,
 // resume or run, ARGV[2] who asks. -1 if the job has no record, else 1.

@@ -196,6 +196,9 @@ func (i Interval) LatestSlot(after, until time.Time) (Slot, bool) {
 // [Slot.LeaseEnd]). A negative ttl, and for the duration policies a ttl not
 // shorter than d, cannot: with a lease as long as the interval, a replica
 // would find its own lease of the previous slot still held at its next tick.
+// Nor can a ttl not longer than the spread of an Interval
+// [Interval.WithSpread]: a job due that far into its slot would find the
+// slot's lease over at each of its ticks.
 func (i Interval) CheckLease(ttl time.Duration) error {
 	switch {
 	case i.p == nil:

@@ -148,6 +148,12 @@ func TestCheckLease(t *testing.T) {
 		{interval.MustCron("@hourly"), 3 * time.Hour, true},
 		{interval.MustCron("@every 1m"), time.Hour, true},
 		{interval.MustCron("@hourly"), -time.Second, false},
+		{interval.MustCron("@hourly").WithSpread(10 * time.Minute), 0, true},
+		{interval.MustCron("@hourly").WithSpread(10 * time.Minute), 11 * time.Minute, true},
+		{interval.MustCron("@hourly").WithSpread(10 * time.Minute), 10 * time.Minute, false},
+		{interval.MustCron("@hourly").WithSpread(10 * time.Minute), 5 * time.Minute, false},
+		{interval.MustCron("@hourly").WithSpread(10 * time.Minute), -time.Second, false},
+		{interval.AtLeast(time.Hour).WithSpread(10 * time.Minute), 5 * time.Minute, true}, // no spread: its own slots
 		{interval.Interval{}, 0, false},
 	}
 	for _, tc := range tests {

@@ -1,6 +1,9 @@
 package interval
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // spread is a policy with calendar slots whose jobs' runs start at an
 // offset into each slot, each job its own ([Interval.WithSpread]). It
@@ -11,6 +14,22 @@ type spread struct {
 }
 
 func (s spread) String() string { return s.slotPolicy.String() + ", spread " + s.max.String() }
+
+// checkLease refuses a lease whose TTL is not longer than the spread, as
+// its policy's would, and also: the lease of a slot ends ttl after the
+// slot's start ([Slot.LeaseEnd]), and a job whose offset is that far into
+// the slot would be due after every claim of it is over, in every slot.
+// It asks the spread itself, not the job's own offset, so that whether a
+// config works does not hang on the job's name.
+func (s spread) checkLease(ttl time.Duration) error {
+	if err := s.slotPolicy.checkLease(ttl); err != nil {
+		return err
+	}
+	if s.max >= ttl {
+		return fmt.Errorf("interval: spread %v is not shorter than the lease TTL %v: a job due that far into its slot would find its lease over", s.max, ttl)
+	}
+	return nil
+}
 
 // WithSpread returns i for jobs whose runs start spread over the first max
 // of each slot rather than all at its start: each job at an offset of its
@@ -25,7 +44,8 @@ func (s spread) String() string { return s.slotPolicy.String() + ", spread " + s
 // spread, and neither are the duration policies (AtLeast and the others),
 // whose slots are their replica's own: WithSpread returns them unchanged.
 // A max of 0 or less returns i without spread. WithSpread on an Interval
-// with a spread replaces it.
+// with a spread replaces it. A lease taken at its ticks must be longer than
+// max ([Interval.CheckLease]).
 func (i Interval) WithSpread(max time.Duration) Interval {
 	base := i.p
 	if s, ok := base.(spread); ok {
