@@ -39,7 +39,7 @@ func printHistory(out io.Writer, st cron.JobStatus) error {
 	}
 	fmt.Fprintf(out, "\nlast %d runs, newest first:\n", len(st.History))
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "STARTED\tREPLICA\tTRIGGER\tATTEMPT\tLAG\tDURATION\tOUTCOME\tERROR")
+	fmt.Fprintln(w, "SLOT\tSTARTED\tREPLICA\tTRIGGER\tATTEMPT\tLAG\tDURATION\tOUTCOME\tERROR")
 	for _, r := range st.History {
 		lag := "-"
 		if !r.Scheduled.IsZero() {
@@ -49,7 +49,7 @@ func printHistory(out io.Writer, st cron.JobStatus) error {
 		if !r.Finished.IsZero() {
 			took = r.Duration.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", clock(r.Started), printable(r.Replica), r.Trigger,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", slotText(r.Slot), dated(r.Started), printable(r.Replica), r.Trigger,
 			r.Attempt, lag, took, r.Outcome, firstLine(r.Error, 60))
 	}
 	return w.Flush()
@@ -65,4 +65,17 @@ func firstLine(s string, n int) string {
 		s = string(r[:n-1]) + "…"
 	}
 	return printable(s)
+}
+
+// dated shows a time with its date, in UTC: a history spans days.
+func dated(t time.Time) string {
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// slotText shows a run's slot, "-" if the record has none.
+func slotText(slot string) string {
+	if slot == "" {
+		return "-"
+	}
+	return printable(slot)
 }

@@ -37,8 +37,8 @@ func TestStatusHistory(t *testing.T) {
 		regexp.MustCompile(`(?m)^schedule: +at least 1h0m0s$`),
 		regexp.MustCompile(`(?m)^last success: +\d\d:\d\d:\d\dZ \((just now|\d+s ago)\)$`),
 		regexp.MustCompile(`(?m)^last 1 runs, newest first:$`),
-		regexp.MustCompile(`(?m)^STARTED +REPLICA +TRIGGER +ATTEMPT +LAG +DURATION +OUTCOME +ERROR$`),
-		regexp.MustCompile(`(?m)^\d\d:\d\d:\d\dZ +replica-[12] +schedule +1 +\d+(\.\d+)?m?s +\d+(\.\d+)?[mµ]?s +ok +-$`),
+		regexp.MustCompile(`(?m)^SLOT +STARTED +REPLICA +TRIGGER +ATTEMPT +LAG +DURATION +OUTCOME +ERROR$`),
+		regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z +\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ +replica-[12] +schedule +1 +\d+(\.\d+)?m?s +\d+(\.\d+)?[mµ]?s +ok +-$`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("status hourly-report:\n%s\nwant a line matching %s", out, want)
@@ -56,7 +56,7 @@ func TestPrintHistoryFailedSlot(t *testing.T) {
 	st := cron.JobStatus{
 		Job: "sync", Slot: "2026-03-01T12:00:00Z", SlotState: "failed", Attempts: 3,
 		History: []cron.RunRecord{{
-			Replica: "web-1", Trigger: cron.TriggerRetry, Attempt: 3, Scheduled: at, Started: at.Add(2 * time.Second),
+			Slot: "2026-03-01T12:00:00Z", Replica: "web-1", Trigger: cron.TriggerRetry, Attempt: 3, Scheduled: at, Started: at.Add(2 * time.Second),
 			Finished: at.Add(62 * time.Second), Duration: time.Minute, Outcome: "timeout",
 			Error: "cron: run deadline exceeded (1m0s): " + strings.Repeat("x", 100) + "\nsecond line",
 		}},
@@ -68,7 +68,7 @@ func TestPrintHistoryFailedSlot(t *testing.T) {
 	for _, want := range []string{
 		"slot 2026-03-01T12:00:00Z:  failed, attempts used up (3)",
 		"last success:  none recorded",
-		"web-1    retry    3        2s   1m0s      timeout  cron: run deadline exceeded (1m0s): xxxxxxxxxxxxxxxxxxxxxxx…",
+		"2026-03-01T12:00:00Z  2026-03-01 12:00:02Z  web-1    retry    3        2s   1m0s      timeout  cron: run deadline exceeded (1m0s): xxxxxxxxxxxxxxxxxxxxxxx…",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printHistory:\n%s\nwant %q", out.String(), want)

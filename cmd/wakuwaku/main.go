@@ -19,7 +19,8 @@
 // dash (a job named -x) goes after --.
 //
 // -redis takes a redis:// or rediss:// URL, as the example's flag does
-// (default redis://127.0.0.1:6379), with the user and password of a Redis
+// (default redis://127.0.0.1:6379), or a bare host:port (the form of
+// redis.Options.Addr) for redis://host:port, with the user and password of a Redis
 // ACL user if the server has them (redis://user:password@host:6379);
 // -cluster takes one for a Redis Cluster, with more seed nodes as addr=
 // parameters: redis://host1:6379?addr=host2:6379. Over rediss://, -cacert
@@ -27,9 +28,13 @@
 // the system's, and -cert and -key a client certificate, for a server that
 // asks for one.
 //
-// An error prints one line and exits with status 1. Bad usage prints one
-// line saying what was wrong and a pointer to -h, and exits with status
-// 2; -h prints the usage and exits with status 0.
+// An error prints one line and exits with status 1; under status -json
+// it prints {"error": "…"} to standard output instead, for the reader of
+// the JSON. Bad usage prints one line saying what was wrong and a pointer
+// to -h, and exits with status 2; -h prints the usage and exits with
+// status 0. pause of a paused job and resume of one that is not paused
+// say so and exit with status 0; release without -force shows what
+// -force would delete and exits with status 0.
 //
 // status -json prints the records as [cron.JobStatus] values marshal, text
 // as it is (no HTML escaping): times in RFC 3339, a run's duration as
@@ -40,6 +45,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -148,6 +154,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	t := &tool{rdb: client, db: lock.NewDb(client), out: stdout}
 	if err := t.do(ctx, inv); err != nil {
+		if inv.asJSON {
+			// A reader of the JSON gets an object it can parse, on the
+			// stream it reads.
+			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(struct {
+				Error string `json:"error"`
+			}{oneLine(err.Error())})
+			return 1
+		}
 		fmt.Fprintf(stderr, "wakuwaku: %v\n", oneLine(err.Error()))
 		return 1
 	}
@@ -202,7 +218,33 @@ func parse(args []string) (*invocation, error) {
 	case (inv.g.cacert != "" || inv.g.cert != "") && !strings.HasPrefix(inv.g.target(), "rediss://"):
 		return nil, usagef("-cacert, -cert and -key are for TLS: want a rediss:// URL")
 	}
+	if err := inv.g.checkURL(); err != nil {
+		return nil, err
+	}
 	return inv, checkArgs(inv)
+}
+
+// checkURL makes a bare host:port, the form of redis.Options.Addr, a
+// redis:// URL, and refuses a URL that go-redis can't read as a usage
+// error that says what it wants.
+func (g *globals) checkURL() error {
+	flagName, url := "-redis", &g.url
+	if g.clusterURL != "" {
+		flagName, url = "-cluster", &g.clusterURL
+	}
+	if !strings.Contains(*url, "://") {
+		*url = "redis://" + *url
+	}
+	var err error
+	if g.clusterURL != "" {
+		_, err = redis.ParseClusterURL(*url)
+	} else {
+		_, err = redis.ParseURL(*url)
+	}
+	if err != nil {
+		return usagef("%s %q: want host:port or a redis:// or rediss:// URL (%v)", flagName, strings.TrimPrefix(*url, "redis://"), err)
+	}
+	return nil
 }
 
 // checkArgs checks the number of the command's positional arguments.
@@ -396,15 +438,34 @@ func (t *tool) control(ctx context.Context, admin cron.Admin, cmd, job string) e
 	var err error
 	var done string
 	switch cmd {
-	case "pause":
-		err, done = admin.Pause(ctx, job), "paused"
-	case "resume":
-		err, done = admin.Resume(ctx, job), "resumed"
+	case "pause", "resume":
+		// Pausing a paused job or resuming a running one changes nothing:
+		// say so, rather than that it was done. The record is read first,
+		// so an operator at the same moment may have changed it since.
+		st, err := admin.Status(ctx, job)
+		if err != nil {
+			return err
+		}
+		switch {
+		case cmd == "pause" && st.Paused:
+			fmt.Fprintf(t.out, "%s: already paused, since %s\n", printable(job), clock(st.PausedAt))
+			return nil
+		case cmd == "resume" && !st.Paused:
+			fmt.Fprintf(t.out, "%s: not paused, nothing to resume\n", printable(job))
+			return nil
+		case cmd == "pause":
+			err, done = admin.Pause(ctx, job), "paused"
+		default:
+			err, done = admin.Resume(ctx, job), "resumed"
+		}
+		if err != nil {
+			return err
+		}
 	case "run":
-		err, done = admin.RunNow(ctx, job), "asked to run now"
-	}
-	if err != nil {
-		return err
+		if err = admin.RunNow(ctx, job); err != nil {
+			return err
+		}
+		done = "asked to run now"
 	}
 	fmt.Fprintf(t.out, "%s: %s\n", printable(job), done)
 	return nil

@@ -84,11 +84,13 @@ func TestStatusPauseResumeRun(t *testing.T) {
 		args []string
 		want string
 	}{
+		{[]string{"resume", "hourly-report"}, "hourly-report: not paused, nothing to resume\n"},
 		{[]string{"pause", "hourly-report"}, "hourly-report: paused\n"},
+		{[]string{"pause", "hourly-report"}, "hourly-report: already paused, since "},
 		{[]string{"resume", "hourly-report"}, "hourly-report: resumed\n"},
 		{[]string{"run", "hourly-report"}, "hourly-report: asked to run now\n"},
 	} {
-		if code, out, errs := wakuwaku(t, srv, step.args...); code != 0 || out != step.want {
+		if code, out, errs := wakuwaku(t, srv, step.args...); code != 0 || !strings.HasPrefix(out, step.want) {
 			t.Errorf("wakuwaku %v = %d, %q, %q; want 0, %q", step.args, code, out, errs, step.want)
 		}
 	}
@@ -166,9 +168,28 @@ func TestBadInput(t *testing.T) {
 	if code := run(t.Context(), []string{"-redis", "redis://" + down, "-timeout", "3s", "status"}, &out, &errs); code != 1 || strings.Count(errs.String(), "\n") != 1 || !strings.Contains(errs.String(), "connection refused") {
 		t.Errorf("status with Redis down = %d, %q; want 1 and one line saying the connection was refused", code, errs.String())
 	}
-	errs.Reset()
-	if code := run(t.Context(), []string{"-redis", "http://x", "status"}, &out, &errs); code != 1 || strings.Count(errs.String(), "\n") != 1 {
-		t.Errorf("a bad URL = %d, %q; want 1 and one line", code, errs.String())
+	for _, bad := range [][]string{{"-redis", "http://x"}, {"-redis", "127.0.0.1:port"}, {"-cluster", "http://x"}} {
+		errs.Reset()
+		if code := run(t.Context(), append(bad, "status"), &out, &errs); code != 2 || strings.Count(errs.String(), "\n") != 2 ||
+			!strings.Contains(errs.String(), bad[0]+" ") || !strings.Contains(errs.String(), "want host:port or a redis:// or rediss:// URL") {
+			t.Errorf("wakuwaku %v status = %d, %q; want 2 and a usage error that says what the flag wants", bad, code, errs.String())
+		}
+	}
+}
+
+// TestAddrAndJSONErrors: -redis takes host:port, the form of
+// redis.Options.Addr, as well as a URL; under -json an error is a JSON
+// object on standard output, with status 1.
+func TestAddrAndJSONErrors(t *testing.T) {
+	srv := redistest.Start(t)
+	var out, errs strings.Builder
+	if code := run(t.Context(), []string{"-redis", srv.Addr(), "status"}, &out, &errs); code != 0 || !strings.Contains(out.String(), "no job records") {
+		t.Errorf("wakuwaku -redis %s status = %d, %q, %q; want 0 and no job records", srv.Addr(), code, out.String(), errs.String())
+	}
+	code, stdout, stderr := wakuwaku(t, srv, "status", "-json", "nosuch")
+	var e struct{ Error string }
+	if err := json.Unmarshal([]byte(stdout), &e); code != 1 || err != nil || !strings.Contains(e.Error, "no record of the job") || stderr != "" {
+		t.Errorf("status -json nosuch = %d, %q, %q; want 1 and {\"error\": \"… no record of the job …\"} on stdout alone", code, stdout, stderr)
 	}
 }
 
