@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
 )
 
 // maxReported is how many faults of one kind an assertion reports one by
@@ -46,6 +48,62 @@ func (c *Cluster) OncePerSlot(tb testing.TB, job string) {
 		}
 	}
 	reportFaults(tb, "OncePerSlot", faults)
+}
+
+// SucceededOncePerSlot reports through tb every slot of job whose
+// scheduled runs (retries and catch-ups included, an operator's requested
+// runs not) succeeded more than once, or ended without any success while
+// none is in progress: what "each slot ran once" means for a job with
+// LeaseConfig.Attempts, whose failed attempts are retried. A run succeeded
+// if it returned nil. It checks the runs recorded so far, and reports, as
+// [Cluster.OncePerSlot] does, a job that the cluster doesn't run and one
+// whose slots have no key (it needs a Cron spec).
+func (c *Cluster) SucceededOncePerSlot(tb testing.TB, job string) {
+	tb.Helper()
+	runs, ok := c.runsOf(tb, "SucceededOncePerSlot", job, false)
+	if !ok {
+		return
+	}
+	type slotRuns struct {
+		ok, failed []Run
+		running    bool
+	}
+	bySlot := make(map[string]*slotRuns)
+	var order []string
+	for _, r := range runs {
+		if r.Tick.Trigger == cron.TriggerRequest {
+			continue
+		}
+		key, keyed := r.Tick.Slot.Key()
+		if !keyed {
+			tb.Errorf("crontest: SucceededOncePerSlot(%q): the job's slots have no key (a duration policy's); it needs a Cron spec", job)
+			return
+		}
+		sr := bySlot[key]
+		if sr == nil {
+			sr = &slotRuns{}
+			bySlot[key] = sr
+			order = append(order, key)
+		}
+		switch {
+		case r.End.IsZero():
+			sr.running = true
+		case r.Err == nil:
+			sr.ok = append(sr.ok, r)
+		default:
+			sr.failed = append(sr.failed, r)
+		}
+	}
+	var faults []string
+	for _, key := range order {
+		switch sr := bySlot[key]; {
+		case len(sr.ok) > 1:
+			faults = append(faults, fmt.Sprintf("job %q succeeded %d times at slot %s: %s", job, len(sr.ok), key, describeRuns(sr.ok)))
+		case len(sr.ok) == 0 && !sr.running:
+			faults = append(faults, fmt.Sprintf("job %q did not succeed at slot %s: %s", job, key, describeRuns(sr.failed)))
+		}
+	}
+	reportFaults(tb, "SucceededOncePerSlot", faults)
 }
 
 // NoSlotMissing reports through tb every slot of job that starts in [from,

@@ -527,3 +527,57 @@ func TestNewRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestSucceededOncePerSlot runs an hourly job whose first attempt at each
+// slot fails: leased with two attempts, each slot succeeds once and the
+// assertion is quiet where OncePerSlot reports every slot; without a
+// lease, every replica succeeds at every slot; with one attempt, no slot
+// succeeds.
+func TestSucceededOncePerSlot(t *testing.T) {
+	// flaky fails the first attempt at each slot, counted across replicas.
+	flaky := func(attempts int, leased bool) func(*redis.Client) []cron.Job {
+		var mu sync.Mutex
+		tries := map[time.Time]int{}
+		return func(rdb *redis.Client) []cron.Job {
+			run := func(_ context.Context, tick cron.Tick) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if tries[tick.Slot.Start]++; tries[tick.Slot.Start] == 1 {
+					return errors.New("first attempt fails")
+				}
+				return nil
+			}
+			var opts []cron.FuncOption
+			if leased {
+				opts = append(opts, cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb), Attempts: attempts, Backoff: time.Minute}))
+			}
+			return []cron.Job{cron.Func("report", hourly, run, opts...)}
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		attempts int
+		leased   bool
+		faults   int
+		want     string
+	}{
+		{"leased, two attempts", 2, true, 0, ""},
+		{"leased, one attempt", 1, true, 5, "did not succeed at slot"},
+		{"not leased", 1, false, 5, "succeeded 2 times at slot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := New(t, 3, flaky(tc.attempts, tc.leased))
+				time.Sleep(5*time.Hour - time.Second) // the slots of 01:00 to 04:00, and the startup run's
+				var f fakeTB
+				c.SucceededOncePerSlot(&f, "report")
+				wantReported(t, &f, tc.faults, tc.want)
+				if tc.attempts == 2 {
+					var once fakeTB
+					c.OncePerSlot(&once, "report")
+					wantReported(t, &once, 5, "ran slot")
+				}
+			})
+		})
+	}
+}

@@ -59,8 +59,9 @@
 // The cluster records every run of every replica through cron.Observer:
 // which job, which replica, its tick (and so its slot), when it started and
 // ended by the bubble's clock, and what it returned ([Cluster.Runs]). The
-// assertions ([Cluster.OncePerSlot], [Cluster.NoSlotMissing],
-// [Cluster.NoOverlap], [Cluster.AtMostConcurrent]) read that record and
+// assertions ([Cluster.OncePerSlot], [Cluster.SucceededOncePerSlot] for
+// a job that retries, [Cluster.NoSlotMissing], [Cluster.NoOverlap],
+// [Cluster.AtMostConcurrent]) read that record and
 // report what they find wrong through the testing.TB they are given, one
 // Errorf per fault, naming the job, the slot and the replicas. They don't
 // stop the test.

@@ -84,6 +84,45 @@ func Example() {
 	// slots run: 168 of 168
 }
 
+// This example tests a leased hourly job whose first attempt at each slot
+// fails and which has two attempts a slot: for a day on three replicas,
+// each slot succeeds exactly once, on its retry. OncePerSlot would report
+// every slot, since it counts the failed attempt too; SucceededOncePerSlot
+// asserts what such a job promises.
+func ExampleCluster_SucceededOncePerSlot() {
+	inBubble(func(t *testing.T) {
+		var mu sync.Mutex
+		attempts := map[time.Time]int{} // by slot, across the replicas
+		flaky := func(ctx context.Context, tick cron.Tick) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if attempts[tick.Slot.Start]++; attempts[tick.Slot.Start] == 1 {
+				return fmt.Errorf("upstream not ready for %s", tick.Slot)
+			}
+			return nil
+		}
+		c := crontest.New(t, 3, func(rdb *redis.Client) []cron.Job {
+			return []cron.Job{cron.Func("sync", interval.MustCron("CRON_TZ=UTC 0 * * * *"), flaky,
+				cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb), Attempts: 2, Backoff: time.Minute}))}
+		})
+		time.Sleep(24*time.Hour - time.Second)
+		c.SucceededOncePerSlot(t, "sync")
+		c.NoOverlap(t, "sync")
+
+		failed, succeeded := 0, 0
+		for _, r := range c.Runs() {
+			if r.Err != nil {
+				failed++
+			} else {
+				succeeded++
+			}
+		}
+		fmt.Println("slots:", len(attempts), "failed attempts:", failed, "successes:", succeeded)
+	})
+	// Output:
+	// slots: 24 failed attempts: 24 successes: 24
+}
+
 // inBubble runs test as a test in a synctest bubble, for an example, which
 // has no *testing.T. What the test logs and how it fails go to stderr, not
 // into the example's output; a failure prints FAIL there too.
