@@ -87,9 +87,9 @@ func Example() {
 	// Unordered output:
 	// wakuwaku.lock.operations wakuwaku.lock.kind=Lock,wakuwaku.lock.namespace=invoice,wakuwaku.lock.operation=lock,wakuwaku.lock.result=acquired 1 {operation}
 	// wakuwaku.lock.operations wakuwaku.lock.kind=Lock,wakuwaku.lock.namespace=invoice,wakuwaku.lock.operation=release,wakuwaku.lock.result=released 1 {operation}
-	// wakuwaku.cron.runs wakuwaku.job=report,wakuwaku.outcome=success 1 {run}
+	// wakuwaku.cron.runs wakuwaku.job=report,wakuwaku.outcome=ok 1 {run}
 	// wakuwaku.cron.runs wakuwaku.job=report,wakuwaku.outcome=error 0 {run}
 	// wakuwaku.cron.runs wakuwaku.job=report,wakuwaku.outcome=panic 0 {run}
 	// cron report wakuwaku.replica web-1
-	// cron report wakuwaku.outcome success
+	// cron report wakuwaku.outcome ok
 }

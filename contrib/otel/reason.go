@@ -32,3 +32,16 @@ func reasonLabel(reason string) string {
 	}
 	return reasonOther
 }
+
+// elsewhere reports whether a tick that did not run found its slot in
+// another replica's hands: the slot ran or runs there (lease_held,
+// running), or waits for a retry that any replica may take (retry_wait).
+// Such a tick is counted apart from the skips, so that a skip means a
+// slot this replica knows was not run, what an alert should watch.
+func elsewhere(reason string) bool {
+	switch reason {
+	case cron.ReasonLeaseHeld, cron.ReasonRunning, cron.ReasonRetryWait:
+		return true
+	}
+	return false
+}

@@ -18,10 +18,11 @@
 // (github.com/wakuwaku-go/wakuwaku/contrib/prometheus), named and measured
 // as OpenTelemetry expects:
 //
-//	wakuwaku.cron.runs                   counter, {run}: runs that finished; wakuwaku.job, wakuwaku.outcome (success, error, panic, timeout)
+//	wakuwaku.cron.runs                   counter, {run}: runs that finished; wakuwaku.job, wakuwaku.outcome (ok, error, panic, timeout)
 //	wakuwaku.cron.run.duration           histogram, s: how long Process took; wakuwaku.job
 //	wakuwaku.cron.schedule.lag           histogram, s: a scheduled run's start minus when it was due; wakuwaku.job
-//	wakuwaku.cron.skipped                counter, {tick}: ticks that did not run; wakuwaku.job, wakuwaku.reason
+//	wakuwaku.cron.skipped                counter, {tick}: ticks whose slot this replica knows was not run; wakuwaku.job, wakuwaku.reason
+//	wakuwaku.cron.ticks.elsewhere        counter, {tick}: ticks that found the slot in another replica's hands; wakuwaku.job, wakuwaku.reason
 //	wakuwaku.cron.admission.errors       counter, {tick}: ticks skipped because the admission (a leased job's claim in Redis) failed; wakuwaku.job
 //	wakuwaku.cron.active_runs            up-down counter, {run}: runs in Process now; wakuwaku.job
 //	wakuwaku.cron.last_success.timestamp gauge, s: Unix time at which the last successful run finished; wakuwaku.job
@@ -33,6 +34,13 @@
 // and the replica are never metric attributes: the first two would make a
 // series per run, and the replica is the resource's (service.instance.id)
 // to say. The histograms advise the buckets of the Prometheus adapter.
+//
+// The outcomes are the words of the CLI, the status page and the record's
+// history. A tick that did not run counts once: in wakuwaku.cron.ticks.elsewhere
+// if another replica has the slot (reasons lease_held, running and
+// retry_wait: how every replica but one sees every slot of a leased job),
+// else in wakuwaku.cron.skipped, a slot not run as far as this replica
+// knows, which is what to alert on.
 //
 // wakuwaku.reason is a short word for the runtime's reason, the Prometheus
 // adapter's label value; the sentence (a cron.Reason constant) stays in
@@ -72,7 +80,7 @@
 // A job's counters of runs (one per outcome but timeout, which only a job
 // with a run deadline has) and of admission errors, and its active runs,
 // have data points at 0 from its first tick on the replica, run or
-// skipped, so that a job that never succeeded has a success count that
+// skipped, so that a job that never succeeded has an ok count that
 // stays at 0. Every other data point appears with its first
 // event, since it has no value before: a job that never succeeded has no
 // last success, a replica without leased jobs no clock skew.
@@ -182,6 +190,7 @@ type Telemetry struct {
 	runDuration   metric.Float64Histogram
 	lag           metric.Float64Histogram
 	skipped       metric.Int64Counter
+	elsewhere     metric.Int64Counter
 	admissionErrs metric.Int64Counter
 	active        metric.Int64UpDownCounter
 	lastSuccess   metric.Float64Gauge
@@ -238,7 +247,7 @@ func New(replica string, opts ...Option) (*Telemetry, error) {
 	var err, e error
 	add := func(e error) { err = errors.Join(err, e) }
 	t.runs, e = meter.Int64Counter("wakuwaku.cron.runs", metric.WithUnit("{run}"),
-		metric.WithDescription("Runs of a cron job that finished, by outcome: success, error, panic or timeout."))
+		metric.WithDescription("Runs of a cron job that finished, by outcome: ok, error, panic or timeout."))
 	add(e)
 	t.runDuration, e = meter.Float64Histogram("wakuwaku.cron.run.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long a cron job's runs took."), metric.WithExplicitBucketBoundaries(runBuckets...))
@@ -247,7 +256,10 @@ func New(replica string, opts ...Option) (*Telemetry, error) {
 		metric.WithDescription("How late a cron job's scheduled runs started after they were due."), metric.WithExplicitBucketBoundaries(lagBuckets...))
 	add(e)
 	t.skipped, e = meter.Int64Counter("wakuwaku.cron.skipped", metric.WithUnit("{tick}"),
-		metric.WithDescription("Ticks of a cron job that did not run on this replica, by reason."))
+		metric.WithDescription("Ticks of a cron job whose slot, as far as this replica knows, was not run, by reason."))
+	add(e)
+	t.elsewhere, e = meter.Int64Counter("wakuwaku.cron.ticks.elsewhere", metric.WithUnit("{tick}"),
+		metric.WithDescription("Ticks of a cron job that found its slot in another replica's hands: run or running there, or waiting for a retry, by reason."))
 	add(e)
 	t.admissionErrs, e = meter.Int64Counter("wakuwaku.cron.admission.errors", metric.WithUnit("{tick}"),
 		metric.WithDescription("Ticks of a cron job skipped because its admission failed: for a leased job, Redis or its lease could not be reached."))
@@ -281,7 +293,7 @@ func New(replica string, opts ...Option) (*Telemetry, error) {
 //
 //	cron.WithObserver(tel.Observer(mine, promMetrics.Observer()))
 //
-// Runs count when they finish, by outcome: a nil error is success, a
+// Runs count when they finish, by outcome: a nil error is ok, a
 // *cron.PanicError (errors.As) is panic, an error that is
 // cron.ErrRunDeadline (errors.Is) is timeout, any other error is error. A run's
 // schedule lag is its Tick.Started minus its Tick.Scheduled, both read from
@@ -356,7 +368,7 @@ func (t *Telemetry) seen(ctx context.Context, job string) {
 	if _, loaded := t.jobs.LoadOrStore(job, struct{}{}); loaded {
 		return
 	}
-	for _, o := range []string{"success", "error", "panic"} {
+	for _, o := range []string{"ok", "error", "panic"} {
 		t.runs.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(keyJob.String(job), keyOutcome.String(o))))
 	}
 	t.admissionErrs.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(keyJob.String(job))))
@@ -432,7 +444,12 @@ func (t *Telemetry) runFinished(tick cron.Tick, err error, took time.Duration) {
 func (t *Telemetry) runSkipped(tick cron.Tick, reason string) {
 	ctx := context.Background()
 	t.seen(ctx, tick.Job)
-	t.skipped.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(keyJob.String(tick.Job), keyReason.String(reasonLabel(reason)))))
+	attrs := metric.WithAttributeSet(attribute.NewSet(keyJob.String(tick.Job), keyReason.String(reasonLabel(reason))))
+	if elsewhere(reason) {
+		t.elsewhere.Add(ctx, 1, attrs)
+	} else {
+		t.skipped.Add(ctx, 1, attrs)
+	}
 	if reason == cron.ReasonAdmissionFailed {
 		t.admissionErrs.Add(ctx, 1, jobAttr(tick))
 	}
@@ -443,7 +460,7 @@ func outcomeOf(err error) string {
 	var p *cron.PanicError
 	switch {
 	case err == nil:
-		return "success"
+		return "ok"
 	case errors.As(err, &p):
 		return "panic"
 	case errors.Is(err, cron.ErrRunDeadline):

@@ -65,7 +65,7 @@ func TestRunTimeout(t *testing.T) {
 	t.Cleanup(func() { rt.Shutdown(context.Background()) })
 	wait(t, ev.finished, 1, "the run")
 	checkValues(t, r.collect(t), "wakuwaku.cron.runs ({run})", map[string]float64{
-		"wakuwaku.job=bounded,wakuwaku.outcome=success": 0,
+		"wakuwaku.job=bounded,wakuwaku.outcome=ok":      0,
 		"wakuwaku.job=bounded,wakuwaku.outcome=error":   0,
 		"wakuwaku.job=bounded,wakuwaku.outcome=panic":   0,
 		"wakuwaku.job=bounded,wakuwaku.outcome=timeout": 1,

@@ -72,8 +72,8 @@ func Example() {
 	}
 	// Output:
 	// wakuwaku_cron_runs_total{cron_job="report",outcome="error"} 0
+	// wakuwaku_cron_runs_total{cron_job="report",outcome="ok"} 1
 	// wakuwaku_cron_runs_total{cron_job="report",outcome="panic"} 0
-	// wakuwaku_cron_runs_total{cron_job="report",outcome="success"} 1
 	// wakuwaku_lock_operations_total{kind="Lock",lock_namespace="invoice",operation="lock",result="acquired"} 1
 	// wakuwaku_lock_operations_total{kind="Lock",lock_namespace="invoice",operation="release",result="released"} 1
 }

@@ -16,10 +16,11 @@
 //
 // # Metrics
 //
-//	wakuwaku_cron_runs_total{cron_job,outcome}            counter: runs that finished; outcome success, error, panic or timeout
+//	wakuwaku_cron_runs_total{cron_job,outcome}            counter: runs that finished; outcome ok, error, panic or timeout
 //	wakuwaku_cron_run_duration_seconds{cron_job}          histogram: how long Process took
 //	wakuwaku_cron_schedule_lag_seconds{cron_job}          histogram: a scheduled run's start minus when it was due
-//	wakuwaku_cron_skipped_total{cron_job,reason}          counter: ticks that did not run, by the runtime's reason
+//	wakuwaku_cron_skipped_total{cron_job,reason}          counter: ticks whose slot this replica knows was not run, by the runtime's reason
+//	wakuwaku_cron_ticks_elsewhere_total{cron_job,reason}  counter: ticks that found the slot in another replica's hands (lease_held, running, retry_wait)
 //	wakuwaku_cron_admission_errors_total{cron_job}        counter: ticks skipped because the admission (a leased job's claim in Redis) failed
 //	wakuwaku_cron_runs_in_progress{cron_job}              gauge: runs in Process now
 //	wakuwaku_cron_last_success_timestamp_seconds{cron_job} gauge: Unix time at which the last successful run finished
@@ -33,6 +34,13 @@
 // Kubernetes service discovery commonly adds a namespace label. result is
 // a [lock.Event]'s Result. The slot and the run number are never labels:
 // they would make a series per run.
+//
+// The outcomes are the words of the CLI, the status page and the record's
+// history. A tick that did not run is counted once, in one of two
+// counters: ticks_elsewhere_total if another replica has the slot (it ran
+// it, is running it, or a retry of it waits), which is how every replica
+// but one sees every slot of a leased job; skipped_total otherwise, a slot
+// not run as far as this replica knows, which is what to alert on.
 //
 // reason is a short word for the runtime's reason, whose sentence (a
 // cron.Reason constant) stays in the runtime's log records:
@@ -73,7 +81,7 @@
 // with a run deadline has) and of admission errors, and its runs in
 // progress, appear at 0 with its first tick on the replica, run or
 // skipped, so that increase() and rate() see a job's first run and a job
-// that never succeeded has a success counter that stays at 0. Every
+// that never succeeded has an ok counter that stays at 0. Every
 // other series appears with its first event, since it has no value
 // before: a job that never succeeded has no last-success series, a replica
 // without leased jobs, which never measures its clock, no clock-skew
@@ -110,7 +118,7 @@ var (
 
 // The outcomes of a run, the values of the outcome label.
 const (
-	outcomeSuccess = "success"
+	outcomeOK      = "ok"
 	outcomeError   = "error"
 	outcomePanic   = "panic"
 	outcomeTimeout = "timeout" // past its deadline (cron.ErrRunDeadline)
@@ -126,6 +134,7 @@ type Metrics struct {
 	runDuration   *prometheus.HistogramVec
 	lag           *prometheus.HistogramVec
 	skipped       *prometheus.CounterVec
+	elsewhere     *prometheus.CounterVec
 	admissionErrs *prometheus.CounterVec
 	inProgress    *prometheus.GaugeVec
 	lastSuccess   *prometheus.GaugeVec
@@ -144,7 +153,7 @@ func New() *Metrics {
 	return &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wakuwaku_cron_runs_total",
-			Help: "Runs of a cron job that finished, by outcome: success, error, panic or timeout.",
+			Help: "Runs of a cron job that finished, by outcome: ok, error, panic or timeout.",
 		}, []string{"cron_job", "outcome"}),
 		runDuration: histogram("wakuwaku_cron_run_duration_seconds",
 			"How long a cron job's runs took, in seconds.", runBuckets, job),
@@ -152,7 +161,11 @@ func New() *Metrics {
 			"How late a cron job's scheduled runs started after they were due, in seconds.", lagBuckets, job),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wakuwaku_cron_skipped_total",
-			Help: "Ticks of a cron job that did not run on this replica, by reason.",
+			Help: "Ticks of a cron job whose slot, as far as this replica knows, was not run, by reason.",
+		}, []string{"cron_job", "reason"}),
+		elsewhere: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wakuwaku_cron_ticks_elsewhere_total",
+			Help: "Ticks of a cron job that found its slot in another replica's hands: run or running there, or waiting for a retry, by reason.",
 		}, []string{"cron_job", "reason"}),
 		admissionErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wakuwaku_cron_admission_errors_total",
@@ -194,7 +207,7 @@ func histogram(name, help string, buckets []float64, labels []string) *prometheu
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.runs, m.runDuration, m.lag, m.skipped, m.admissionErrs,
+	return []prometheus.Collector{m.runs, m.runDuration, m.lag, m.skipped, m.elsewhere, m.admissionErrs,
 		m.inProgress, m.lastSuccess, m.skew, m.lockOps, m.lockDuration}
 }
 
@@ -225,7 +238,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // Several runtimes may share one Metrics; their jobs then add up under
 // their names, and the clock skew is the last one measured.
 //
-// Runs count when they finish, by outcome: a nil error is success, a
+// Runs count when they finish, by outcome: a nil error is ok, a
 // *cron.PanicError (errors.As) is panic, an error that is
 // cron.ErrRunDeadline (errors.Is) is timeout, any other error is error. A run's
 // schedule lag is its Tick.Started minus its Tick.Scheduled, both read from
@@ -282,7 +295,7 @@ func (m *Metrics) seen(job string) {
 	if _, loaded := m.jobs.LoadOrStore(job, struct{}{}); loaded {
 		return
 	}
-	for _, o := range []string{outcomeSuccess, outcomeError, outcomePanic} {
+	for _, o := range []string{outcomeOK, outcomeError, outcomePanic} {
 		m.runs.WithLabelValues(job, o)
 	}
 	m.admissionErrs.WithLabelValues(job)
@@ -309,7 +322,11 @@ func (m *Metrics) runFinished(t cron.Tick, err error, took time.Duration) {
 
 func (m *Metrics) runSkipped(t cron.Tick, reason string) {
 	m.seen(t.Job)
-	m.skipped.WithLabelValues(t.Job, reasonLabel(reason)).Inc()
+	if elsewhere(reason) {
+		m.elsewhere.WithLabelValues(t.Job, reasonLabel(reason)).Inc()
+	} else {
+		m.skipped.WithLabelValues(t.Job, reasonLabel(reason)).Inc()
+	}
 	if reason == cron.ReasonAdmissionFailed {
 		m.admissionErrs.WithLabelValues(t.Job).Inc()
 	}
@@ -320,7 +337,7 @@ func outcome(err error) string {
 	var p *cron.PanicError
 	switch {
 	case err == nil:
-		return outcomeSuccess
+		return outcomeOK
 	case errors.As(err, &p):
 		return outcomePanic
 	case errors.Is(err, cron.ErrRunDeadline):

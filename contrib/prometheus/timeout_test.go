@@ -19,7 +19,7 @@ func TestRunTimeout(t *testing.T) {
 	}, cron.WithRunDeadline(time.Millisecond))
 	start(t, []cron.Job{job}, m.Observer(ev.observer()))
 	wait(t, ev.finished, 1, "the run")
-	for outcome, want := range map[string]float64{"timeout": 1, "error": 0, "success": 0} {
+	for outcome, want := range map[string]float64{"timeout": 1, "error": 0, "ok": 0} {
 		got := series(t, reg, "wakuwaku_cron_runs_total", map[string]string{"cron_job": "bounded", "outcome": outcome})
 		if v := got.GetCounter().GetValue(); v != want {
 			t.Errorf("wakuwaku_cron_runs_total{outcome=%q} = %v, want %v", outcome, v, want)
