@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 // readmeImports are the packages the Go blocks of README.md and docs/*.md
@@ -517,25 +518,12 @@ func parseSnippet(src string, header *string) (*ast.File, error) {
 func TestDocsLinks(t *testing.T) {
 	files := append(docFiles(t), "BENCHMARKS.md", "RELIABILITY.md")
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	anchors := map[string]map[string]bool{} // Markdown file → its headings' anchors
-	anchorsOf := func(file string) map[string]bool {
+	anchors := map[string]map[string]string{} // Markdown file → its sections by anchor
+	anchorsOf := func(file string) map[string]string {
 		if a, ok := anchors[file]; ok {
 			return a
 		}
-		text, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := map[string]bool{}
-		for _, l := range strings.Split(string(fence.ReplaceAll(text, nil)), "\n") {
-			if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && strings.HasPrefix(l, "#") {
-				slug := headingAnchor(h)
-				for n := 1; a[slug]; n++ { // GitHub numbers repeated headings
-					slug = fmt.Sprintf("%s-%d", headingAnchor(h), n)
-				}
-				a[slug] = true
-			}
-		}
+		a := mdSections(t, file)
 		anchors[file] = a
 		return a
 	}
@@ -560,10 +548,246 @@ func TestDocsLinks(t *testing.T) {
 				t.Errorf("%s links to %s: %v", file, target, err)
 				continue
 			}
-			if fragment != "" && strings.HasSuffix(path, ".md") && !anchorsOf(path)[fragment] {
+			if fragment == "" || !strings.HasSuffix(path, ".md") {
+				continue
+			}
+			if _, ok := anchorsOf(path)[fragment]; !ok {
 				t.Errorf("%s links to %s: %s has no heading with the anchor %q", file, target, path, fragment)
 			}
 		}
+	}
+}
+
+// mdSections returns the sections of a Markdown file by the anchors GitHub
+// gives their headings (numbered when a heading repeats): each section is
+// its heading's line and the text after it, up to the next heading of the
+// same or a higher level. Fenced blocks are left out, so a line of a code
+// block that starts with # is not a heading.
+func mdSections(t *testing.T, file string) map[string]string {
+	t.Helper()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type heading struct {
+		level  int
+		anchor string
+		start  int
+	}
+	prose := string(fence.ReplaceAll(text, nil))
+	var headings []heading
+	seen := map[string]bool{}
+	start := 0
+	for _, l := range strings.SplitAfter(prose, "\n") {
+		line := strings.TrimSuffix(l, "\n")
+		if h, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " "); ok && strings.HasPrefix(line, "#") {
+			slug := headingAnchor(h)
+			for n := 1; seen[slug]; n++ { // GitHub numbers repeated headings
+				slug = fmt.Sprintf("%s-%d", headingAnchor(h), n)
+			}
+			seen[slug] = true
+			level := len(line) - len(strings.TrimLeft(line, "#"))
+			headings = append(headings, heading{level: level, anchor: slug, start: start})
+		}
+		start += len(l)
+	}
+	sections := map[string]string{}
+	for i, h := range headings {
+		end := len(prose)
+		for _, next := range headings[i+1:] {
+			if next.level <= h.level {
+				end = next.start
+				break
+			}
+		}
+		sections[h.anchor] = prose[h.start:end]
+	}
+	return sections
+}
+
+// readmeComparison is the anchor of README.md's comparison with the other
+// ways to run a job once per slot.
+const readmeComparison = "why-this-and-not-"
+
+// figure matches a number as the README and the reports write it: digits,
+// with thousands separated by commas and a decimal part after a point.
+var figure = regexp.MustCompile(`\d+(?:[.,]\d+)*`)
+
+// figures returns the numbers of a text that are figures, with their
+// offsets: those not glued to a letter or another number on either side,
+// which are names (robfig/cron v3, p99, a commit e5900e5) or durations
+// written as code (4s).
+func figures(text string) (nums []string, at []int) {
+	for _, m := range figure.FindAllStringIndex(text, -1) {
+		before, _ := utf8.DecodeLastRuneInString(text[:m[0]])
+		after, _ := utf8.DecodeRuneInString(text[m[1]:])
+		if isWordRune(before) || before == '.' || before == ',' || isWordRune(after) {
+			continue
+		}
+		nums = append(nums, text[m[0]:m[1]])
+		at = append(at, m[0])
+	}
+	return nums, at
+}
+
+func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// readmeUnits splits a section of README.md into the units a figure and
+// its link must share: each cell of a table (its header row included), each
+// item of a list with its continuation lines, and each other paragraph. The
+// section's heading is left out.
+func readmeUnits(section string) []string {
+	var units []string
+	var cur []string
+	flush := func() {
+		if len(cur) > 0 {
+			units = append(units, strings.Join(cur, "\n"))
+			cur = nil
+		}
+	}
+	lines := strings.Split(section, "\n")
+	for _, l := range lines[1:] {
+		trimmed := strings.TrimSpace(l)
+		switch {
+		case trimmed == "":
+			flush()
+		case strings.HasPrefix(trimmed, "|"):
+			flush()
+			if strings.Trim(trimmed, "|-: ") == "" {
+				continue // the row under the header
+			}
+			for _, cell := range strings.Split(strings.Trim(trimmed, "|"), "|") {
+				units = append(units, strings.TrimSpace(cell))
+			}
+		case strings.HasPrefix(trimmed, "- "), strings.HasPrefix(trimmed, "* "), regexp.MustCompile(`^\d+\. `).MatchString(trimmed):
+			flush()
+			cur = append(cur, trimmed)
+		default:
+			cur = append(cur, trimmed)
+		}
+	}
+	flush()
+	return units
+}
+
+// mdLink matches a Markdown link: its text, then its target.
+var mdLink = regexp.MustCompile(`\[([^\]]*)\]\(([^)\s]+)\)`)
+
+// codeSpan matches a Markdown code span.
+var codeSpan = regexp.MustCompile("`[^`]*`")
+
+// TestReadmeFigures checks that every figure of README.md's comparison is
+// in the report it links to, as the report writes it.
+//
+// The rule: the section is README.md's "Why this and not …", up to its next
+// heading of level 2 or 1. It is split into units: a table cell, a list item
+// (with its continuation lines), a paragraph. In each unit, code spans and
+// links' targets are blanked out (code names settings, such as `Attempts: 3`
+// and `WithSpread(4s)`, not measurements); every number left is a figure:
+// digits with optional thousands commas and decimals (8.39, 1,257, 0.08,
+// 10,000), not glued to a letter (v3, p99, e5900e5) or another number; a
+// range 698 to 867 or 0.70–0.87 is two figures. A figure's source is the
+// first link to a section of BENCHMARKS.md or RELIABILITY.md (a #fragment)
+// that ends after it in its unit, or else the last such link before it;
+// links elsewhere don't count. The figure must appear in that section (its
+// heading and text up to the next heading of the same or a higher level,
+// code blocks left out) as the same string, itself not glued to a letter or
+// another number there: 1,257 does not match 1257, 0.08 does not match
+// 10.08 or 0.085, and 8 does not match 8.39. A unit with a figure and no
+// such link fails. So a figure copied from the wrong case (the burst without
+// Redis where the leased case over Redis was meant) fails when the cases are
+// in different sections, as they are; small counts (0, 3, 10) are found in
+// almost any section, and are only as good as the link the writer chose.
+func TestReadmeFigures(t *testing.T) {
+	section, ok := mdSections(t, "README.md")[readmeComparison]
+	if !ok {
+		t.Fatalf("README.md has no section with the anchor %q", readmeComparison)
+	}
+	reports := map[string]map[string]string{}
+	checked := 0
+	for _, unit := range readmeUnits(section) {
+		type source struct {
+			target, file, anchor string
+			end                  int
+		}
+		var sources []source
+		masked := []byte(unit)
+		blank := func(from, to int) {
+			for i := from; i < to; i++ {
+				masked[i] = ' '
+			}
+		}
+		for _, m := range codeSpan.FindAllStringIndex(unit, -1) {
+			blank(m[0], m[1])
+		}
+		for _, m := range mdLink.FindAllStringSubmatchIndex(unit, -1) {
+			blank(m[4]-1, m[1]) // the target and its parentheses
+			target := unit[m[4]:m[5]]
+			file, anchor, _ := strings.Cut(target, "#")
+			if (file == "BENCHMARKS.md" || file == "RELIABILITY.md") && anchor != "" {
+				sources = append(sources, source{target: target, file: file, anchor: anchor, end: m[1]})
+			}
+		}
+		nums, at := figures(string(masked))
+		for i, num := range nums {
+			checked++
+			if len(sources) == 0 {
+				t.Errorf("README.md's comparison gives %s in %q without a link to the BENCHMARKS.md or RELIABILITY.md section it comes from", num, unit)
+				continue
+			}
+			src := sources[len(sources)-1]
+			for _, s := range sources {
+				if s.end > at[i] {
+					src = s
+					break
+				}
+			}
+			if reports[src.file] == nil {
+				reports[src.file] = mdSections(t, src.file)
+			}
+			text, ok := reports[src.file][src.anchor]
+			if !ok {
+				t.Errorf("README.md's comparison links %s to %s, which has no such section", num, src.target)
+				continue
+			}
+			if found, _ := figures(text); !slices.Contains(found, num) {
+				t.Errorf("README.md's comparison says %s in %q, but its source %s does not have %s", num, unit, src.target, num)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("README.md's comparison has no figure: the test would check nothing")
+	}
+}
+
+// TestReadmeTable checks that the table of README.md's comparison fits a
+// screen: each cell is one short sentence of 20 words at most, and holds no
+// figure (the figures are in the list below the table, each with its
+// source).
+func TestReadmeTable(t *testing.T) {
+	section, ok := mdSections(t, "README.md")[readmeComparison]
+	if !ok {
+		t.Fatalf("README.md has no section with the anchor %q", readmeComparison)
+	}
+	rows := 0
+	for _, l := range strings.Split(section, "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "|") || strings.Trim(l, "|-: ") == "" {
+			continue
+		}
+		rows++
+		for _, cell := range strings.Split(strings.Trim(l, "|"), "|") {
+			cell = strings.TrimSpace(cell)
+			if n := len(strings.Fields(cell)); n > 20 {
+				t.Errorf("README.md's comparison table has a cell of %d words, want 20 at most: %q", n, cell)
+			}
+			if nums, _ := figures(codeSpan.ReplaceAllString(cell, "")); len(nums) > 0 {
+				t.Errorf("README.md's comparison table has %q in a cell, want its figures in the list below: %q", nums, cell)
+			}
+		}
+	}
+	if rows < 2 {
+		t.Errorf("README.md's comparison has %d table rows, want a header and the rows", rows)
 	}
 }
 
