@@ -221,8 +221,8 @@ func ExampleWithLogger() {
 	}
 	// Output:
 	// level=INFO msg="cron runtime started" replica=replica-1 jobs=1 names=[failing]
-	// level=INFO msg="cron job started" replica=replica-1 job=failing run=1
-	// level=ERROR msg="cron job failed" replica=replica-1 job=failing run=1 outcome=error error="the report service answered 503"
+	// level=INFO msg="cron job started" replica=replica-1 job=failing tick=1
+	// level=ERROR msg="cron job failed" replica=replica-1 job=failing tick=1 outcome=error error="the report service answered 503"
 	// level=INFO msg="cron runtime shutting down" replica=replica-1
 	// level=INFO msg="cron runtime stopped" replica=replica-1
 }

@@ -74,14 +74,14 @@ func TestFailuresKeepTheSchedule(t *testing.T) {
 					t.Fatalf("%d failures logged, want 1", len(failed))
 				}
 				if err, _ := attr(failed[0], "error").Any().(error); failed[0].Level != slog.LevelError ||
-					attr(failed[0], "job").String() != "flaky" || attr(failed[0], "run").Uint64() != 2 || !errors.Is(err, errBoom) {
+					attr(failed[0], "job").String() != "flaky" || attr(failed[0], "tick").Uint64() != 2 || !errors.Is(err, errBoom) {
 					t.Errorf("failure logged as %v %v, want level ERROR, job flaky, run 2, error %v", failed[0].Level, failed[0], errBoom)
 				}
 				panicked := logs.find("cron job panicked")
 				if len(panicked) != 1 {
 					t.Fatalf("%d panics logged, want 1", len(panicked))
 				}
-				if p := panicked[0]; p.Level != slog.LevelError || attr(p, "run").Uint64() != 3 ||
+				if p := panicked[0]; p.Level != slog.LevelError || attr(p, "tick").Uint64() != 3 ||
 					attr(p, "panic").Any() != errKaput || attr(p, "stack").String() == "" {
 					t.Errorf("panic logged as %v %v, want level ERROR, run 3, its value and stack", p.Level, p)
 				}

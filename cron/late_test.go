@@ -87,7 +87,7 @@ func TestLateWakeUp(t *testing.T) {
 				if got, want := runNumbers(started), []uint64{1, 2, 3, 4}; !slices.Equal(got, want) {
 					t.Errorf("runs = %v, want %v", got, want)
 				}
-				if late := logs.find("cron job is late; missed ticks run once"); len(late) != 1 || attr(late[0], "run").Uint64() != 2 {
+				if late := logs.find("cron job is late; missed ticks run once"); len(late) != 1 || attr(late[0], "tick").Uint64() != 2 {
 					t.Errorf("late runs logged: %v, want run 2", late)
 				}
 				if skips := ev.of("skipped"); len(skips) != 0 {

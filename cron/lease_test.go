@@ -482,3 +482,42 @@ func TestLeaseSpreadPastTTL(t *testing.T) {
 		})
 	}
 }
+
+// infoUp is a handler of records that takes Info and above, as a
+// service's logger ordinarily does.
+type infoUp struct{ *records }
+
+func (infoUp) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h infoUp) WithAttrs([]slog.Attr) slog.Handler         { return h }
+func (h infoUp) WithGroup(string) slog.Handler              { return h }
+
+// TestLeaseLogKeysAtDebug: at Info, a leased run's records name it as every
+// replica does, by job, slot and attempt, in one short line; the record's
+// and the lease's keys come at Debug only.
+func TestLeaseLogKeysAtDebug(t *testing.T) {
+	db := lock.NewDb(redistest.Start(t).Client(t))
+	report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db}}
+	var logs records
+	rt, err := cron.Start([]cron.Job{report}, cron.WithLogger(slog.New(infoUp{&logs})), cron.WithReplica("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Shutdown(t.Context()); err != nil { // after the startup run
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"cron job started", "cron job finished"} {
+		got := logs.find(msg)
+		if len(got) != 1 {
+			t.Fatalf("%d records %q, want 1", len(got), msg)
+		}
+		r := got[0]
+		if attr(r, "attempt").String() != "1" || attr(r, "slot").String() == "<nil>" || attr(r, "tick").String() != "1" {
+			t.Errorf("%q with attempt=%v slot=%v tick=%v, want attempt=1, the slot and tick=1", msg, attr(r, "attempt"), attr(r, "slot"), attr(r, "tick"))
+		}
+		for _, key := range []string{"record", "lease"} {
+			if v := attr(r, key); v.Kind() != slog.KindAny || v.Any() != nil {
+				t.Errorf("%q at Info has %s=%v, want the keys at Debug only", msg, key, v)
+			}
+		}
+	}
+}

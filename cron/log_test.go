@@ -73,16 +73,16 @@ func TestLogRuns(t *testing.T) {
 				t.Errorf("cron runtime started with names=%v, want [report idle]", attr(started[0], "names"))
 			}
 		}
-		runs := wantRecord(t, &logs, "cron job started", 4, slog.LevelInfo, "job", "report", "run", "", "slot", "", "replica", "replica-7")
+		runs := wantRecord(t, &logs, "cron job started", 4, slog.LevelInfo, "job", "report", "tick", "", "slot", "", "replica", "replica-7")
 		for i, r := range runs {
-			if got := attr(r, "run").Uint64(); got != uint64(i+1) {
-				t.Errorf("cron job started [%d] has run=%d, want %d", i, got, i+1)
+			if got := attr(r, "tick").Uint64(); got != uint64(i+1) {
+				t.Errorf("cron job started [%d] has tick=%d, want %d", i, got, i+1)
 			}
 			if v := attr(r, "lease"); v.Kind() != slog.KindAny || v.Any() != nil {
 				t.Errorf("a job without a lease logged lease=%v", v)
 			}
 		}
-		end := []string{"job", "report", "run", "", "slot", "", "replica", "replica-7", "duration", ""}
+		end := []string{"job", "report", "tick", "", "slot", "", "replica", "replica-7", "duration", ""}
 		wantRecord(t, &logs, "cron job finished", 2, slog.LevelInfo, append(end, "outcome", "ok")...)
 		wantRecord(t, &logs, "cron job failed", 1, slog.LevelError, append(end, "outcome", "error", "error", "")...)
 		wantRecord(t, &logs, "cron job panicked", 1, slog.LevelError, append(end, "outcome", "panic", "panic", "")...)

@@ -91,10 +91,13 @@ func defaultOptions() options {
 // long it lasted.
 //
 // Every record has the attribute "replica" (see [WithReplica]); a job's
-// records have "job" and "run", and a run's also "scheduled" and "slot".
-// A [Leased] job's runs also have "record", the Redis key of its record,
-// and for a duration policy "lease", the key of the Rust crate's lease; a retry,
-// catch-up or requested run has "trigger" and "attempt".
+// records have "job" and "tick" (this replica's count of the job's ticks,
+// [Tick.Run]: the same number on two replicas names different ticks), and
+// a run's and a skip's also "slot" and "scheduled". A [Leased] job's runs
+// also have "attempt", so that job, slot and attempt name a run alike on
+// every replica, and "trigger" for a retry, catch-up or requested run; at
+// Debug, "record", the Redis key of its record, and for a duration policy
+// "lease", the key of the Rust crate's lease.
 //
 // Without WithLogger the runtime is silent.
 func WithLogger(l *slog.Logger) Option {

@@ -211,7 +211,7 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease,
 		cancel()
 		if err == nil {
 			r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",
-				slog.String("job", a.tick.Job), slog.Uint64("run", a.tick.Run), slog.Bool("held", c.held))
+				slog.String("job", a.tick.Job), slog.Uint64("tick", a.tick.Run), slog.Bool("held", c.held))
 			return c, nil
 		}
 		wait = min(2*wait, most)

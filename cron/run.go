@@ -243,10 +243,10 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 	if errors.Is(cerr, lock.ErrNotReplicated) {
 		// R18: the master has the completion, its replicas may not.
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was recorded, but not acknowledged by enough replicas; recording it again",
-			slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+			slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 		if c, cerr = r.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
 			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was not acknowledged by enough replicas; a failover may run its slot again",
-				slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+				slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 			return
 		}
 	} else if cerr != nil {
@@ -258,16 +258,16 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 			level = slog.LevelError
 		}
 		r.log.LogAttrs(ctx, level, "cron job's run could not be recorded; trying again while its slot lasts",
-			slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+			slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 		if c, cerr = r.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
 			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's run was not recorded; its run lease runs out by itself",
-				slog.String("job", t.Job), slog.Uint64("run", t.Run), slog.Any("error", cerr))
+				slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 			return
 		}
 	}
 	if !c.held {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run ended after its run lease was lost",
-			slog.String("job", t.Job), slog.Uint64("run", t.Run))
+			slog.String("job", t.Job), slog.Uint64("tick", t.Run))
 		// R12: a claim recorded the run lost (C1), or a failover or the
 		// record's loss undid the claim, and another replica may have
 		// claimed the slot since: a run of it that nobody else knows of.
@@ -325,31 +325,37 @@ func (r *Runtime) report(ctx context.Context, a *runArgs, err error, took time.D
 	}
 }
 
-// runAttrs returns the attributes that a run's records begin with.
-func runAttrs(a *runArgs, more int) []slog.Attr {
+// runAttrs returns the attributes that a run's records begin with. A
+// leased run is named alike on every replica by its job, slot and attempt
+// (tick numbers each replica's own ticks); the record's and the lease's
+// keys, which a reader of the logs seldom needs, come at Debug only.
+func (r *Runtime) runAttrs(ctx context.Context, a *runArgs, more int) []slog.Attr {
 	t := &a.tick
 	attrs := make([]slog.Attr, 0, 8+more)
 	attrs = append(attrs,
-		slog.String("job", t.Job), slog.Uint64("run", t.Run),
-		slog.Time("scheduled", t.Scheduled), slog.String("slot", t.Slot.String()))
+		slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Uint64("tick", t.Run),
+		slog.Time("scheduled", t.Scheduled))
 	if a.admit != nil && a.admit.state != nil {
-		attrs = append(attrs, slog.String("record", a.admit.state.keys[0]))
-		if len(a.admit.state.keys) > 2 {
-			attrs = append(attrs, slog.String("lease", a.admit.state.keys[2]))
+		attrs = append(attrs, slog.Int("attempt", t.Attempt))
+		if t.Trigger != TriggerSchedule {
+			attrs = append(attrs, slog.String("trigger", t.Trigger.String()))
 		}
-		if t.Trigger != TriggerSchedule || t.Attempt > 1 {
-			attrs = append(attrs, slog.String("trigger", t.Trigger.String()), slog.Int("attempt", t.Attempt))
+		if r.log.Enabled(ctx, slog.LevelDebug) {
+			attrs = append(attrs, slog.String("record", a.admit.state.keys[0]))
+			if len(a.admit.state.keys) > 2 {
+				attrs = append(attrs, slog.String("lease", a.admit.state.keys[2]))
+			}
 		}
 	}
 	return attrs
 }
 
 func (r *Runtime) logRunStart(ctx context.Context, a *runArgs) {
-	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job started", runAttrs(a, 0)...)
+	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job started", r.runAttrs(ctx, a, 0)...)
 }
 
 func (r *Runtime) logRun(ctx context.Context, level slog.Level, a *runArgs, err error, took time.Duration) {
-	attrs := append(runAttrs(a, 4), slog.Duration("duration", took))
+	attrs := append(r.runAttrs(ctx, a, 4), slog.Duration("duration", took))
 	msg := "cron job finished"
 	if p, ok := err.(*PanicError); ok {
 		msg = "cron job panicked"
@@ -393,7 +399,7 @@ func (r *Runtime) admissionRecovered(ctx context.Context, ad *admission, t *Tick
 		return
 	}
 	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's admission succeeded again",
-		slog.String("job", t.Job), slog.Uint64("run", t.Run),
+		slog.String("job", t.Job), slog.Uint64("tick", t.Run),
 		slog.Uint64("skipped", uint64(n)), slog.Duration("down", t.Started.Sub(time.Unix(0, since))))
 }
 
@@ -418,7 +424,7 @@ func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string) {
 
 func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t *Tick, reason string, err error) {
 	attrs := []slog.Attr{
-		slog.String("job", t.Job), slog.Uint64("run", t.Run),
+		slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Uint64("tick", t.Run),
 		slog.Time("scheduled", t.Scheduled), slog.String("reason", reason),
 	}
 	if err != nil {
@@ -431,6 +437,6 @@ func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t *
 // for all the ticks it stands for.
 func (r *Runtime) logLate(ctx context.Context, a *runArgs) {
 	r.log.LogAttrs(ctx, slog.LevelWarn, "cron job is late; missed ticks run once",
-		slog.String("job", a.tick.Job), slog.Uint64("run", a.tick.Run),
+		slog.String("job", a.tick.Job), slog.Uint64("tick", a.tick.Run),
 		slog.Time("scheduled", a.tick.Scheduled), slog.Duration("late", a.late))
 }
