@@ -139,6 +139,10 @@ func (b *ServiceBuilder) Start() (*service.Services, *Crons, error) {
 	}
 	rt, err := cron.Start(jobs, b.options...)
 	if err != nil {
+		if bad, ok := errors.AsType[*cron.InvalidJobError](err); ok && bad.Index < len(b.recipes) {
+			r := b.recipes[bad.Index] // jobs is in the recipes' order
+			return nil, nil, &JobError{Job: r.job, Dependency: r.dep, Err: err}
+		}
 		return nil, nil, fmt.Errorf("wakuwaku: %w", err)
 	}
 	all := append(append([]any(nil), b.deps...), anys(jobs)...)

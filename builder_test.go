@@ -13,6 +13,7 @@ import (
 	"github.com/wakuwaku-go/wakuwaku"
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
 	"github.com/wakuwaku-go/wakuwaku/service"
 )
 
@@ -153,7 +154,19 @@ func TestBuilderRefuses(t *testing.T) {
 				return wakuwaku.CronJob(b, newJob)
 			},
 			is:      cron.ErrInvalidJob,
-			mention: []string{`"job"`},
+			job:     true,
+			mention: []string{`"job"`, "*wakuwaku_test.counting"},
+		},
+		{
+			name: "a leased job with no name",
+			build: func() *wakuwaku.ServiceBuilder {
+				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(lock.NewDb(redis.NewClient(&redis.Options{}))), func(db lock.Db) cron.Job {
+					return unnamedLeased{db: db}
+				})
+			},
+			is:      cron.ErrInvalidJob,
+			job:     true,
+			mention: []string{"has no name", "cron.Job", "lock.Db"},
 		},
 	}
 	for _, tt := range tests {
@@ -240,3 +253,11 @@ func TestCronJobErr(t *testing.T) {
 		t.Errorf("%d runs, want the startup run", n)
 	}
 }
+
+// unnamedLeased is a leased job with neither a Name method nor a lease
+// name, which the runtime refuses.
+type unnamedLeased struct{ db lock.Db }
+
+func (unnamedLeased) Interval() interval.Interval              { return interval.AtLeast(time.Hour) }
+func (unnamedLeased) Process(context.Context, cron.Tick) error { return nil }
+func (j unnamedLeased) Lease() cron.LeaseConfig                { return cron.LeaseConfig{Db: j.db} }

@@ -24,6 +24,21 @@ import (
 // run deadline.
 var ErrInvalidJob = errors.New("cron: invalid job")
 
+// InvalidJobError is the error [Start] returns for a job it refuses: a
+// caller that made its jobs from a list (a builder, a configuration file)
+// learns which one from Index. Err wraps [ErrInvalidJob] and says what is
+// wrong; errors.Is(err, ErrInvalidJob) works through the InvalidJobError.
+type InvalidJobError struct {
+	Index int // the job's index in Start's jobs; of two jobs with one name, the second's
+	Err   error
+}
+
+// Error is Err's message.
+func (e *InvalidJobError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *InvalidJobError) Unwrap() error { return e.Err }
+
 // Runtime runs jobs on their schedules. [Start] makes one; its jobs run
 // until [Runtime.Shutdown], which every Runtime needs to stop its
 // goroutines. Jobs can be added, removed and replaced while it runs
@@ -202,12 +217,12 @@ const dispatchChunk = 16
 // the runtime's workers, which start them at once, by the time Start
 // returns.
 //
-// Start returns an error wrapping [ErrInvalidJob] or [ErrInvalidOption],
-// before any job runs, if a job is nil, has the zero interval or an empty
+// Start returns an error, before any job runs: an [*InvalidJobError]
+// (wrapping [ErrInvalidJob]) naming the job's index if a job is nil, has the zero interval or an empty
 // name, panics in its Name, Interval, Lease or RunDeadline method, if two
 // jobs have one name or two [Leased] jobs one lease name, if a Leased job
 // has neither a Name method nor a [LeaseConfig.Name], if a lease can't
-// work, or if an option is invalid.
+// work; one wrapping [ErrInvalidOption] if an option is invalid.
 // The caller must call [Runtime.Shutdown] on the runtime it returns.
 func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	o := defaultOptions()
@@ -282,7 +297,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		}
 		if err != nil {
 			r.mu.Unlock()
-			return fail(err)
+			return fail(&InvalidJobError{Index: i, Err: err})
 		}
 		if e.admit != nil && e.admit.state != nil {
 			leased = append(leased, e)
