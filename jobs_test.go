@@ -46,8 +46,8 @@ func TestCronsChange(t *testing.T) {
 		if err := crons.Remove(t.Context(), "a"); err != nil {
 			t.Fatalf("Remove = %v", err)
 		}
-		if err := crons.Remove(t.Context(), "a"); !errors.Is(err, cron.ErrNoJob) {
-			t.Errorf("Remove again = %v, want %v", err, cron.ErrNoJob)
+		if err := crons.Remove(t.Context(), "a"); !errors.Is(err, cron.ErrUnknownJob) {
+			t.Errorf("Remove again = %v, want %v", err, cron.ErrUnknownJob)
 		}
 		if jobs := crons.Jobs(); len(jobs) != 1 || jobs[0].Name != "b" || jobs[0].Interval != every {
 			t.Errorf("Jobs = %+v, want b on %v", jobs, every)

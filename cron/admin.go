@@ -20,11 +20,13 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// ErrUnknownJob is the error, wrapped with the job's name, of an [Admin]
-// operation on a job that has no record: no replica runs it (a record
-// expires a few intervals after its last replica stopped), or the name is
-// not its lease's name.
-var ErrUnknownJob = errors.New("cron: no record of the job: no replica runs it")
+// ErrUnknownJob is the error, wrapped with the job's name, of an operation
+// on a job that doesn't exist: an [Admin] operation on a job that has no
+// record (no replica runs it: a record expires a few intervals after its
+// last replica stopped; or the name is not its lease's name), and
+// [Runtime.Remove] or [Runtime.Replace] of a name that none of the
+// runtime's jobs has. The message says which.
+var ErrUnknownJob = errors.New("cron: no such job")
 
 // Admin reads and steers the records of [Leased] jobs, cluster-wide, with
 // nothing but a [lock.Db]: the operators' side of the runtime, for a
@@ -90,7 +92,7 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	case err != nil:
 		return fmt.Errorf("cron: %s %q: %w", op, job, err)
 	case n < 0:
-		return fmt.Errorf("%w: %q", ErrUnknownJob, job)
+		return fmt.Errorf("%w %q: no record of the job: no replica runs it", ErrUnknownJob, job)
 	}
 	// R15, R16 with a Db that waits for replicas: the master has the
 	// command; a failover before a replica has it too would undo it.
@@ -256,7 +258,7 @@ func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	}
 	fields, runs := rec.Val(), hist.Val()
 	if len(fields) == 0 {
-		return JobStatus{}, fmt.Errorf("%w: %q", ErrUnknownJob, job)
+		return JobStatus{}, fmt.Errorf("%w %q: no record of the job: no replica runs it", ErrUnknownJob, job)
 	}
 	st := parseStatus(job, fields)
 	st.History = parseHistory(runs, st.Last)

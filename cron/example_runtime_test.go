@@ -41,7 +41,7 @@ func ExampleRuntime_Add() {
 	if err := rt.Remove(context.Background(), "export:tenant-7"); err != nil {
 		log.Fatal(err)
 	}
-	if err := rt.Remove(context.Background(), "export:tenant-7"); errors.Is(err, cron.ErrNoJob) {
+	if err := rt.Remove(context.Background(), "export:tenant-7"); errors.Is(err, cron.ErrUnknownJob) {
 		fmt.Println("removed twice:", err)
 	}
 	for _, j := range rt.Jobs() {
@@ -49,7 +49,7 @@ func ExampleRuntime_Add() {
 	}
 	// Output:
 	// skipped: interval: invalid cron spec "every day": expected 5 to 6 fields, found 2: [every day]
-	// removed twice: cron: the runtime has no job of that name: Remove("export:tenant-7")
+	// removed twice: cron: no such job "export:tenant-7": Remove: the runtime has no job of that name
 	// export:tenant-42 cron "30 4 * * *", no startup run true
 }
 

@@ -16,9 +16,10 @@ import (
 // This file holds the jobs that change while the runtime runs: Add,
 // Remove, Replace, and Jobs, which lists them.
 
-// ErrNoJob is the error, wrapped with the name, of [Runtime.Remove] and
-// [Runtime.Replace] for a name that none of the runtime's jobs has.
-var ErrNoJob = errors.New("cron: the runtime has no job of that name")
+// ErrNoJob is [ErrUnknownJob], the one error of a job that doesn't exist.
+//
+// Deprecated: use ErrUnknownJob; this name goes in the next release.
+var ErrNoJob = ErrUnknownJob
 
 // ErrRemoved is the cause of a run's context when [Runtime.Remove] gave
 // up waiting for it: context.Cause(ctx) returns it inside the job.
@@ -92,7 +93,7 @@ func (r *Runtime) Add(job Job) error {
 // in Redis for the replicas that still run the job, and expires a few
 // intervals after the last of them removed it.
 //
-// Remove returns an error wrapping [ErrNoJob] if the runtime has no job of
+// Remove returns an error wrapping [ErrUnknownJob] if the runtime has no job of
 // that name, and one wrapping [ErrShutdown] once Shutdown was called.
 func (r *Runtime) Remove(ctx context.Context, name string) error {
 	r.mu.Lock()
@@ -103,7 +104,7 @@ func (r *Runtime) Remove(ctx context.Context, name string) error {
 	e := r.names()[name]
 	if e == nil {
 		r.mu.Unlock()
-		return fmt.Errorf("%w: Remove(%q)", ErrNoJob, name)
+		return fmt.Errorf("%w %q: Remove: the runtime has no job of that name", ErrUnknownJob, name)
 	}
 	delete(r.byName, name)
 	if e.pos >= 0 {
@@ -187,7 +188,7 @@ func (r *Runtime) cancelRuns(e *entry, cause error) {
 //
 // Replace returns an error wrapping [ErrInvalidJob] for a job that
 // [Runtime.Add] would refuse (but for its name, which must be taken),
-// one wrapping [ErrNoJob] if the runtime has no job of that name, and one
+// one wrapping [ErrUnknownJob] if the runtime has no job of that name, and one
 // wrapping [ErrShutdown] once Shutdown was called.
 func (r *Runtime) Replace(job Job) error {
 	n := new(entry)
@@ -203,7 +204,7 @@ func (r *Runtime) Replace(job Job) error {
 	e := r.names()[n.name]
 	if e == nil {
 		r.mu.Unlock()
-		return fmt.Errorf("%w: Replace(%q)", ErrNoJob, n.name)
+		return fmt.Errorf("%w %q: Replace: the runtime has no job of that name", ErrUnknownJob, n.name)
 	}
 	if err := r.checkLease(n, e); err != nil {
 		r.mu.Unlock()

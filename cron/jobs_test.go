@@ -106,8 +106,8 @@ func TestRemoveIdle(t *testing.T) {
 		if err := rt.Remove(t.Context(), "a"); err != nil {
 			t.Fatalf("Remove = %v", err)
 		}
-		if err := rt.Remove(t.Context(), "a"); !errors.Is(err, cron.ErrNoJob) {
-			t.Errorf("Remove again = %v, want %v", err, cron.ErrNoJob)
+		if err := rt.Remove(t.Context(), "a"); !errors.Is(err, cron.ErrUnknownJob) {
+			t.Errorf("Remove again = %v, want %v", err, cron.ErrUnknownJob)
 		}
 		if got := names(rt); !slices.Equal(got, []string{"b"}) {
 			t.Errorf("Jobs = %v, want [b]", got)
@@ -227,8 +227,8 @@ func TestReplace(t *testing.T) {
 		if err := rt.Replace(&testJob{name: "report", every: interval.MustCron("*/15 * * * *"), process: sleeper(&repl, 0)}); err != nil {
 			t.Fatalf("Replace = %v", err)
 		}
-		if err := rt.Replace(&testJob{name: "nobody", every: interval.AtLeast(time.Hour)}); !errors.Is(err, cron.ErrNoJob) {
-			t.Errorf("Replace(nobody) = %v, want %v", err, cron.ErrNoJob)
+		if err := rt.Replace(&testJob{name: "nobody", every: interval.AtLeast(time.Hour)}); !errors.Is(err, cron.ErrUnknownJob) {
+			t.Errorf("Replace(nobody) = %v, want %v", err, cron.ErrUnknownJob)
 		}
 		jobs := rt.Jobs()
 		if len(jobs) != 1 || jobs[0].Interval.String() != `cron "*/15 * * * *"` || jobs[0].Next.Sub(t0) != 15*time.Minute || jobs[0].Running != 1 {

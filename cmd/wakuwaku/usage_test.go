@@ -115,7 +115,7 @@ func TestFlagsAfterTheCommand(t *testing.T) {
 	}
 	// A job whose name begins with a dash goes after --: this one has no
 	// record.
-	if code, _, errs := wk(t, "status", "-redis", url, "--", "-odd"); code != 1 || !strings.Contains(errs, `no record of the job: no replica runs it: "-odd"`) {
+	if code, _, errs := wk(t, "status", "-redis", url, "--", "-odd"); code != 1 || !strings.Contains(errs, `no such job "-odd": no record of the job: no replica runs it`) {
 		t.Errorf("status -- -odd = %d, %q; want 1 and no record of -odd", code, errs)
 	}
 }
