@@ -7,7 +7,7 @@
 //
 //	go test ./...               # needs chromium and redis-server on PATH
 //	go test ./... -artifacts    # keep the screenshots, under ./_artifacts
-//	go test ./... -update-docs  # and copy the last one to ../docs/statuspage.png
+//	go test ./... -update-docs  # and copy the busy page's, at 1280 and 390 px, to ../docs
 //
 // The browser is Debian's chromium (scripts/test installs it when it is
 // missing), or the one CHROMIUM names. Without one the tests fail: they

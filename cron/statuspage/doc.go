@@ -5,9 +5,17 @@
 // job its last run (slot, replica, outcome, duration), the run in progress
 // and since when, its last failure, its pause, a pending run-now request and
 // its next tick; its schedule, its last success, a slot whose attempts
-// were used up, and a timeline of its recent runs ([cron.JobStatus.History]),
-// an SVG drawn on the server, in which a bar's length is how long a run
-// took, its colour how it ended, and the gap before it how late it started.
+// were used up, and a timeline of its recent slots ([cron.JobStatus.History]),
+// an SVG drawn on the server on one time scale: a mark per slot where it
+// began, coloured by how the slot went (ok, failed, missed, skipped), and
+// its attempts beside it, each a bar from its start as long as it took,
+// coloured by its outcome. A Cron job's slots between the history's first
+// and last of which the history has no run are marked missed; an entry
+// whose outcome is "skipped" is marked skipped. Below the timeline the page
+// says the same in words, so nothing needs a hover.
+//
+// The page fits a laptop's window as a table and a phone's as a card per
+// job, and scrolls sideways at neither.
 //
 // # Mounting
 //

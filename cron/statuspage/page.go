@@ -118,9 +118,9 @@ type row struct {
 	NextDue, Requested                  string
 
 	// The job's schedule, a failed slot's used-up attempts, and its recent
-	// runs: their timeline, its last success and its last run's lag.
+	// slots: their timeline, its last success and its last run's lag.
 	Schedule, UsedUp string
-	Timeline         template.HTML
+	Timeline         *timelineView // nil without history
 	LastSuccess, Lag string
 }
 
@@ -181,7 +181,7 @@ func history(r *row, j cron.JobStatus, now time.Time) {
 	if j.SlotState == "failed" {
 		r.UsedUp = fmt.Sprintf("attempts used up (%d)", j.Attempts)
 	}
-	r.Timeline = timeline(j.History, j.Running, now)
+	r.Timeline = timeline(j.History, j.Running, j.Schedule, now)
 	if !j.LastSuccess.IsZero() {
 		r.LastSuccess = "last success " + ago(j.LastSuccess, now)
 	} else if len(j.History) > 0 {

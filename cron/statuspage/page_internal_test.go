@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -78,9 +79,10 @@ func TestRenderEscapes(t *testing.T) {
 
 // TestRowHistory checks the parts of a row that come from a job's
 // schedule and history: the schedule in words, a failed slot's used-up
-// attempts, the last success, the newest scheduled run's lag, and a timeline with a
-// bar per run, the run in progress included, coloured by outcome, whose
-// widths follow the runs' durations and lags.
+// attempts, the last success, the newest scheduled run's lag, and the
+// timeline: a group per slot, the retries in their slot's group, the run
+// in progress in its own, marks and bars placed by time, a bar's width its
+// run's duration on the axis's scale, and the slots in words.
 func TestRowHistory(t *testing.T) {
 	now := time.Date(2026, 12, 3, 19, 0, 0, 0, time.UTC)
 	at := func(min int) time.Time { return now.Add(time.Duration(min) * time.Minute) }
@@ -88,11 +90,11 @@ func TestRowHistory(t *testing.T) {
 		Job: "sync", Schedule: `cron "@hourly", spread 10m0s`, SlotState: "failed", Attempts: 3,
 		LastSuccess: at(-50),
 		History: []cron.RunRecord{ // newest first
-			{Replica: "r1", Trigger: cron.TriggerRetry, Attempt: 3, Scheduled: at(-10), Started: at(-10).Add(2 * time.Second), Duration: time.Minute, Outcome: "timeout", Error: "cron: run deadline exceeded (1m0s)"},
-			{Replica: "r2", Attempt: 1, Scheduled: at(-30), Started: at(-30), Duration: 4 * time.Minute, Outcome: "error", Error: "<b>boom</b>"},
-			{Replica: "r1", Attempt: 1, Scheduled: at(-60), Started: at(-60), Duration: 0, Outcome: "ok"},
+			{Slot: "2026-12-03T18:00:00Z", Replica: "r1", Trigger: cron.TriggerRetry, Attempt: 2, Scheduled: at(-50), Started: at(-45), Duration: time.Minute, Outcome: "timeout", Error: "cron: run deadline exceeded (1m0s)"},
+			{Slot: "2026-12-03T18:00:00Z", Replica: "r2", Attempt: 1, Scheduled: at(-50), Started: at(-50), Duration: 4 * time.Minute, Outcome: "error", Error: "<b>boom</b>"},
+			{Slot: "2026-12-03T16:00:00Z", Replica: "r1", Attempt: 1, Scheduled: at(-180), Started: at(-180), Duration: 0, Outcome: "ok"},
 		},
-		Running: &cron.RunRecord{Replica: "r3", Started: at(-1)},
+		Running: &cron.RunRecord{Slot: "2026-12-03T19:00:00Z", Replica: "r3", Started: at(-1)},
 	}
 	r := rows([]cron.JobStatus{st}, now)[0]
 	for got, want := range map[string]string{
@@ -105,39 +107,127 @@ func TestRowHistory(t *testing.T) {
 			t.Errorf("row shows %q, want %q", got, want)
 		}
 	}
-	svg := string(r.Timeline)
-	colors := regexp.MustCompile(`fill="(#[0-9a-f]+)"`).FindAllStringSubmatch(svg, -1)
+	tl := r.Timeline
+	if tl == nil {
+		t.Fatal("a job with history has no timeline")
+	}
+	svg := string(tl.SVG)
+	groups := regexp.MustCompile(`(?s)<g data-slot="([^"]+)" data-outcome="([a-z]+)">(.*?)</g>`).FindAllStringSubmatch(svg, -1)
 	var got []string
-	for _, c := range colors {
-		got = append(got, c[1])
+	for _, g := range groups {
+		var runs []string
+		for _, m := range regexp.MustCompile(`<rect class="run" data-outcome="([a-z]+)"`).FindAllStringSubmatch(g[3], -1) {
+			runs = append(runs, m[1])
+		}
+		got = append(got, g[1]+" "+g[2]+" "+strings.Join(runs, ","))
 	}
-	want := []string{outcomeColors["ok"], outcomeColors["error"], outcomeColors["timeout"], outcomeColors["running"]}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("the timeline's bars are %v, want %v: oldest first, the run in progress last", got, want)
+	want := []string{
+		"2026-12-03T16:00:00Z ok ok",
+		"2026-12-03T17:00:00Z missed ",
+		"2026-12-03T18:00:00Z failed error,timeout",
+		"2026-12-03T19:00:00Z running running",
 	}
-	widths := regexp.MustCompile(`width="([0-9.]+)" height="14"`).FindAllStringSubmatch(svg, -1)
-	if len(widths) != 4 {
-		t.Fatalf("the timeline has %d bars:\n%s", len(widths), svg)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the timeline's slots are\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	w := func(i int) float64 { v, _ := strconv.ParseFloat(widths[i][1], 64); return v }
-	// ok took 0 (the minimum), error 4m, timeout 1m, running 1m so far.
-	if w(0) != minBar || w(1) <= w(2) || w(2) != w(3) {
-		t.Errorf("bar widths %v, %v, %v, %v: want the minimum, then 4m wider than 1m, and 1m twice", w(0), w(1), w(2), w(3))
+	// The axis runs from 16:00 (the first slot) to 19:00 (now): 180
+	// minutes over the units between the margins.
+	perMin := (timelineWidth - 2*timelineMargin) / 180
+	xOf := func(min float64) float64 { return timelineMargin + perMin*min }
+	attr := func(re, in string) []float64 {
+		var out []float64
+		for _, m := range regexp.MustCompile(re).FindAllStringSubmatch(in, -1) {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			out = append(out, v)
+		}
+		return out
 	}
-	if !strings.Contains(svg, "<line") {
-		t.Errorf("the timeline has no gap for the retry's late start:\n%s", svg)
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if got < want-0.15 || got > want+0.15 {
+			t.Errorf("%s at %.1f, want %.1f", what, got, want)
+		}
+	}
+	marks := attr(`<rect class="mark" x="([0-9.]+)"`, svg)
+	if len(marks) != 4 {
+		t.Fatalf("the timeline has %d marks, want 4:\n%s", len(marks), svg)
+	}
+	for i, min := range []float64{0, 60, 120, 180} {
+		near(fmt.Sprintf("mark %d", i), marks[i]+markWidth/2, xOf(min))
+	}
+	xs := attr(`<rect class="run" data-outcome="[a-z]+" x="([0-9.]+)"`, svg)
+	ws := attr(`<rect class="run" data-outcome="[a-z]+" x="[0-9.]+" y="4" width="([0-9.]+)"`, svg)
+	if len(xs) != 4 || len(ws) != 4 {
+		t.Fatalf("the timeline has bars at %v, %v wide; want 4:\n%s", xs, ws, svg)
+	}
+	// ok took 0 (the minimum), error 4m at 18:10, timeout 1m at 18:15,
+	// the run in progress 1m so far.
+	for i, b := range []struct{ start, took float64 }{{0, 0}, {130, 4}, {135, 1}, {179, 1}} {
+		near(fmt.Sprintf("bar %d", i), xs[i], xOf(b.start))
+		near(fmt.Sprintf("bar %d's width", i), ws[i], max(minBar, perMin*b.took))
 	}
 	if strings.Contains(svg, "<b>") || !strings.Contains(svg, "&lt;b&gt;boom&lt;/b&gt;") {
 		t.Errorf("the timeline's titles hold markup unescaped:\n%s", svg)
 	}
-	if end := regexp.MustCompile(`x="([0-9.]+)" y="2" width="([0-9.]+)"`).FindAllStringSubmatch(svg, -1); len(end) == 4 {
-		x, _ := strconv.ParseFloat(end[3][1], 64)
-		wd, _ := strconv.ParseFloat(end[3][2], 64)
-		if x+wd > timelineWidth+0.1 {
-			t.Errorf("the last bar ends at %v, past the timeline's %d px", x+wd, timelineWidth)
-		}
+	if want := "4 slots: 1 ok, 1 failed (timeout), 1 missed, 1 running"; tl.Summary != want {
+		t.Errorf("the timeline's summary = %q, want %q", tl.Summary, want)
 	}
-	if none := rows([]cron.JobStatus{{Job: "new"}}, now)[0]; none.Timeline != "" || none.LastSuccess != "" {
-		t.Errorf("a job without history shows a timeline %q, %q", none.Timeline, none.LastSuccess)
+	if len(tl.Slots) != 4 || tl.Slots[1].Result != "failed (timeout)" || len(tl.Slots[1].Attempts) != 2 ||
+		tl.Slots[1].Attempts[1] != (attemptLine{Text: "attempt 2 (retry) on r1 at 18:15:00Z: timeout, 1m0s, started 5m0s late", Error: "cron: run deadline exceeded (1m0s)"}) {
+		t.Errorf("the timeline's slots in words, newest first = %+v", tl.Slots)
+	}
+	if none := rows([]cron.JobStatus{{Job: "new"}}, now)[0]; none.Timeline != nil || none.LastSuccess != "" {
+		t.Errorf("a job without history shows a timeline %+v, %q", none.Timeline, none.LastSuccess)
+	}
+}
+
+// TestTimelineSlots checks which slots a timeline marks missed or skipped:
+// missed ones only for a Cron schedule, between the history's first and
+// last slots, and none when the page can't name the history's slots as the
+// replicas did; a history entry whose outcome is "skipped" as a skipped
+// slot without a bar.
+func TestTimelineSlots(t *testing.T) {
+	now := time.Date(2026, 12, 3, 19, 0, 0, 0, time.UTC)
+	run := func(slot string, min int, outcome string) cron.RunRecord {
+		return cron.RunRecord{Slot: slot, Replica: "r1", Attempt: 1, Started: now.Add(time.Duration(min) * time.Minute), Duration: time.Second, Outcome: outcome}
+	}
+	for _, tc := range []struct {
+		name     string
+		schedule string
+		history  []cron.RunRecord // newest first
+		want     string           // the slots' states, oldest first
+	}{
+		{"every 10m, two missed", `cron "*/10 * * * *"`, []cron.RunRecord{
+			run("2026-12-03T18:30:00Z", -30, "ok"), run("2026-12-03T18:00:00Z", -60, "ok"),
+		}, "ok missed missed ok"},
+		{"none missed after the last", `cron "*/10 * * * *"`, []cron.RunRecord{
+			run("2026-12-03T18:00:00Z", -60, "ok"),
+		}, "ok"},
+		{"a skipped entry", `cron "*/10 * * * *", spread 1m0s`, []cron.RunRecord{
+			run("2026-12-03T18:20:00Z", -40, "ok"), run("2026-12-03T18:10:00Z", -50, "skipped"), run("2026-12-03T18:00:00Z", -60, "error"),
+		}, "failed skipped ok"},
+		{"a duration policy has no slots to miss", "at least 10m0s", []cron.RunRecord{
+			run(strconv.FormatInt(now.Add(-30*time.Minute).UnixMilli(), 10), -30, "ok"), run(strconv.FormatInt(now.Add(-60*time.Minute).UnixMilli(), 10), -60, "ok"),
+		}, "ok ok"},
+		{"a slot the spec doesn't have: no guess", `cron "0 * * * *"`, []cron.RunRecord{
+			run("2026-12-03T18:30:00Z", -30, "ok"), run("2026-12-03T18:15:00Z", -45, "ok"), run("2026-12-03T16:00:00Z", -180, "ok"),
+		}, "ok ok ok"},
+		{"a zone's slots", `cron "CRON_TZ=Asia/Tokyo 0 */1 * * *"`, []cron.RunRecord{
+			run("2026-12-04T03:00:00[Asia/Tokyo]", -60, "ok"), run("2026-12-04T01:00:00[Asia/Tokyo]", -180, "ok"),
+		}, "ok missed ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := timeline(tc.history, nil, tc.schedule, now)
+			var got []string
+			for _, m := range regexp.MustCompile(`<g data-slot="[^"]+" data-outcome="([a-z]+)">`).FindAllStringSubmatch(string(tl.SVG), -1) {
+				got = append(got, m[1])
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("timeline(%s) marks %v, want %s:\n%s", tc.schedule, got, tc.want, tl.SVG)
+			}
+			if tc.name == "a skipped entry" && strings.Count(string(tl.SVG), `class="run"`) != 2 {
+				t.Errorf("timeline with a skipped entry draws %d bars, want 2 (no bar for the skip):\n%s", strings.Count(string(tl.SVG), `class="run"`), tl.SVG)
+			}
+		})
 	}
 }

@@ -100,8 +100,8 @@ func TestPageListsJobs(t *testing.T) {
 		job  string
 		want []string
 	}{
-		{"report", []string{`<span class="pill ok">ok</span>`, `<td class="replica">replica-1</td>`, "seen "}},
-		{"sweep", []string{`<span class="pill bad">error</span>`, errSweep.Error(), `<td class="replica">replica-1</td>`}},
+		{"report", []string{`<span class="pill ok">ok</span>`, `on <span class="replica">replica-1</span>`, "seen "}},
+		{"sweep", []string{`<span class="pill bad">error</span>`, errSweep.Error(), `on <span class="replica">replica-1</span>`}},
 	} {
 		t.Run(tc.job, func(t *testing.T) {
 			row := rowOf(page, tc.job)
