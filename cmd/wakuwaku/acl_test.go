@@ -424,6 +424,19 @@ func TestACLService(t *testing.T) {
 	startRuntime(t, r.jobs(db), "replica-1", &log, cron.Observer{})
 	r.wait(t, "report", "startup run", func(cron.Tick) bool { return true })
 	r.wait(t, "flaky", "retry", func(t cron.Tick) bool { return t.Trigger == cron.TriggerRetry })
+	// The retry has started; until its end is recorded, a second replica's
+	// tick finds the run in progress rather than the lease held.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := cron.NewAdmin(db).Status(ctx, "flaky")
+		if err == nil && st.Running == nil && st.Last != nil && st.Last.Attempt == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flaky's retry not recorded within 10s: %+v, %v", st, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	skipped := make(chan string, 10)
 	startRuntime(t, r.jobs(lock.NewDb(userClient(t, srv, "wakuwaku-service"))), "replica-2", &log, cron.Observer{
 		RunSkipped: func(t cron.Tick, reason string, _ error) { skipped <- t.Job + ": " + reason },
