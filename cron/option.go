@@ -76,7 +76,8 @@ func defaultOptions() options {
 //     came too late for its slot's lease ([ReasonTooLate]); a late
 //     wake-up; a job with no further slots; a Shutdown ("runs" left) or a
 //     Remove that gave up waiting; a leased job's run that ended after its
-//     run lease was lost; a clock
+//     run lease was lost; a failed attempt whose retry would come after its
+//     slot's claim window ("retry_due", "slot_end"); a clock
 //     that disagrees with Redis's by more than a second, or a twelfth of
 //     the shortest leased interval ("skew", "limit"), checked at start and
 //     every [SkewCheckEvery].

@@ -641,3 +641,39 @@ func TestRecordRunNowThroughDbOptions(t *testing.T) {
 		t.Errorf("trigger = %v, want request", r.tick.Trigger)
 	}
 }
+
+// TestRetryPastSlotEndWarned: an attempt that fails so late that its
+// back-off runs past its slot's claim window gets no retry, and the
+// replica says so at Warn instead of dropping the retry in silence.
+func TestRetryPastSlotEndWarned(t *testing.T) {
+	db := lock.NewDb(redistest.Start(t).Client(t))
+	var logs records
+	failed := make(chan struct{}, 10)
+	job := &leasedJob{
+		testJob: testJob{name: "late", every: interval.AtLeast(time.Second), process: func(context.Context, cron.Tick) error {
+			time.Sleep(300 * time.Millisecond)
+			failed <- struct{}{}
+			return errors.New("failed late")
+		}},
+		// The slot's lease ends 11/12 of a second after the tick; the
+		// retry would be due 300 ms + 800 ms after it.
+		lease: cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 800 * time.Millisecond},
+	}
+	rt, err := cron.Start([]cron.Job{job}, cron.WithLogger(slog.New(&logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	<-failed
+	const msg = "cron job's slot ends before its retry is due; the slot is not retried"
+	deadline := time.Now().Add(10 * time.Second)
+	for len(logs.find(msg)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within 10s", msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r := logs.find(msg)[0]; r.Level != slog.LevelWarn || attr(r, "job").String() != "late" || attr(r, "slot").String() == "<nil>" {
+		t.Errorf("%q at %v with job=%v slot=%v, want Warn, job late and its slot", msg, r.Level, attr(r, "job"), attr(r, "slot"))
+	}
+}

@@ -57,8 +57,16 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 		}
 		s = cur
 	}
-	if !r.now().Add(d).Before(slot.LeaseEnd(s.ttl)) {
-		return // past its claim window: no claim of the slot can run it
+	if end := slot.LeaseEnd(s.ttl); !r.now().Add(d).Before(end) {
+		// Past its claim window: no claim of the slot can run it. A retry
+		// of this replica's failed attempt is the slot's last hope, so
+		// its loss is said; a follow-up is another replica's business.
+		if mode == modeRetry {
+			r.log.Warn("cron job's slot ends before its retry is due; the slot is not retried",
+				slog.String("job", e.name), slog.String("slot", slot.String()),
+				slog.Time("retry_due", r.now().Add(d)), slog.Time("slot_end", end))
+		}
+		return
 	}
 	at := time.Now().Add(d)
 	if s.retry != nil {
