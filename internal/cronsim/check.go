@@ -50,6 +50,7 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 	}
 	for i := range sc.Jobs {
 		j := &sc.Jobs[i]
+		c.up = c.jobUp(j.Name)
 		c.overlaps(j)
 		c.slotRuns(j)
 		if j.Versions[0].Policy.Shared() {
@@ -85,7 +86,10 @@ type checker struct {
 	flushes    []time.Time
 	lossy      []time.Time       // the failovers among flushes: they may have kept any key
 	mayPause   map[string][]span // where a job may be paused: a pause that a lossy failover may have kept
-	up         [Replicas][]span  // each replica's runtimes
+	up         [Replicas][]span  // each replica's runtimes with the job being checked (jobUp)
+	upAll      [Replicas][]span  // each replica's runtimes
+	removed    map[string][Replicas][]span
+	frozen     [Replicas][]span
 	steps      [Replicas][]Event
 	deploys    [Replicas][]Event
 	paused     map[string][]span
@@ -97,7 +101,8 @@ func newChecker(sc *Scenario, h *History) *checker {
 	runs.Runs = slices.Clone(h.Runs)
 	slices.SortStableFunc(runs.Runs, func(a, b Run) int { return a.Start.Compare(b.Start) })
 	h = &runs
-	c := &checker{sc: sc, h: h, start: sc.Start, end: h.End, paused: make(map[string][]span), mayPause: make(map[string][]span)}
+	c := &checker{sc: sc, h: h, start: sc.Start, end: h.End, paused: make(map[string][]span), mayPause: make(map[string][]span),
+		removed: make(map[string][Replicas][]span)}
 	if c.end.IsZero() {
 		c.end = sc.Start.Add(sc.Span)
 	}
@@ -111,9 +116,30 @@ func newChecker(sc *Scenario, h *History) *checker {
 			upSince[i] = time.Time{}
 		}
 	}
+	// Where a replica's runtime had no job of a name (Remove to Add); the
+	// simulation skips a Remove or Add that would change nothing.
+	removedSince := make(map[string]*[Replicas]time.Time)
 	for _, e := range sc.Events {
 		at := sc.Start.Add(e.At)
 		switch e.Kind {
+		case Remove, Add:
+			rs := removedSince[e.Job]
+			if rs == nil {
+				rs = new([Replicas]time.Time)
+				removedSince[e.Job] = rs
+			}
+			if e.Kind == Remove && rs[e.Replica].IsZero() {
+				rs[e.Replica] = at
+			} else if e.Kind == Add && !rs[e.Replica].IsZero() {
+				sp := c.removed[e.Job]
+				sp[e.Replica] = append(sp[e.Replica], span{rs[e.Replica], at})
+				c.removed[e.Job] = sp
+				rs[e.Replica] = time.Time{}
+			}
+		case Replace:
+			c.deploys[e.Replica] = append(c.deploys[e.Replica], e)
+		case Freeze:
+			c.frozen[e.Replica] = append(c.frozen[e.Replica], span{at, at.Add(e.D)})
 		case Kill:
 			down(e.Replica, at)
 		case Restart, Deploy:
@@ -145,6 +171,16 @@ func newChecker(sc *Scenario, h *History) *checker {
 	for i := range upSince {
 		down(i, c.end)
 	}
+	for job, rs := range removedSince {
+		sp := c.removed[job]
+		for i, t := range rs {
+			if !t.IsZero() {
+				sp[i] = append(sp[i], span{t, c.end})
+			}
+		}
+		c.removed[job] = sp
+	}
+	c.upAll = c.up
 	// A failover's instant is its master's crash, a lag after the event.
 	slices.SortFunc(c.flushes, time.Time.Compare)
 	slices.SortFunc(c.downs, func(a, b span) int { return a.from.Compare(b.from) })
@@ -213,6 +249,46 @@ func newChecker(sc *Scenario, h *History) *checker {
 	return c
 }
 
+// jobUp returns each replica's runtimes with the job named job: its
+// runtimes, less where Remove took the job out.
+func (c *checker) jobUp(job string) [Replicas][]span {
+	var out [Replicas][]span
+	for i := range Replicas {
+		for _, u := range c.upAll[i] {
+			rest := []span{u}
+			for _, r := range c.removed[job][i] {
+				var next []span
+				for _, x := range rest {
+					if !r.meets(x.from, x.to) {
+						next = append(next, x)
+						continue
+					}
+					if x.from.Before(r.from) {
+						next = append(next, span{x.from, r.from})
+					}
+					if r.to.Before(x.to) {
+						next = append(next, span{r.to, x.to})
+					}
+				}
+				rest = next
+			}
+			out[i] = append(out[i], rest...)
+		}
+	}
+	return out
+}
+
+// frozenDuring reports whether replica i's process was frozen at some time
+// in [a, b].
+func (c *checker) frozenDuring(i int, a, b time.Time) bool {
+	for _, s := range c.frozen[i] {
+		if s.meets(a, b) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *checker) add(inv, rule, job string, at time.Time, format string, args ...any) {
 	c.out = append(c.out, Violation{Invariant: inv, Rule: rule, Job: job, At: at, Msg: fmt.Sprintf(format, args...)})
 }
@@ -272,14 +348,14 @@ func (c *checker) arrival(i int, t time.Time, timeout time.Duration) (time.Time,
 	at := t
 	for moved := true; moved; {
 		moved = false
-		for _, s := range c.stalls {
+		for _, s := range append(slices.Clone(c.stalls), c.frozen[i]...) {
 			if !at.Before(s.from) && at.Before(s.to) {
 				at, moved = s.to, true
 			}
 		}
 	}
 	at = at.Add(c.sc.Latencies[i])
-	if at.Sub(t) > timeout || !c.upThrough(i, t, at) {
+	if at.Sub(t) > timeout || !c.liveThrough(i, t, at) {
 		return at, false
 	}
 	for _, s := range c.downs {
@@ -300,7 +376,7 @@ func (c *checker) eventualArrival(i int, t time.Time, within time.Duration) (tim
 			sends = append(sends, s.to)
 		}
 	}
-	for _, s := range c.stalls {
+	for _, s := range append(slices.Clone(c.stalls), c.frozen[i]...) {
 		if s.to.After(t) {
 			sends = append(sends, s.to)
 		}
@@ -327,6 +403,18 @@ func (c *checker) upThrough(i int, a, b time.Time) bool {
 	return false
 }
 
+// liveThrough reports whether replica i ran one runtime throughout [a, b],
+// with the job or without: a run of a job that Remove took out goes on,
+// and records its end.
+func (c *checker) liveThrough(i int, a, b time.Time) bool {
+	for _, s := range c.upAll[i] {
+		if s.contains(a, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // upDuring reports whether replica i ran a runtime at some time in [a, b].
 func (c *checker) upDuring(i int, a, b time.Time) bool {
 	for _, s := range c.up[i] {
@@ -337,11 +425,12 @@ func (c *checker) upDuring(i int, a, b time.Time) bool {
 	return false
 }
 
-// anyUpThrough reports whether some replica ran one runtime throughout
-// [a, b].
-func (c *checker) anyUpThrough(a, b time.Time) bool {
+// anyHears reports whether a replica whose client can subscribe (see
+// Scenario.ProcessOnly: one that can't serves a request at its next tick)
+// ran one runtime throughout [a, b].
+func (c *checker) anyHears(a, b time.Time) bool {
 	for i := range Replicas {
-		if c.upThrough(i, a, b) {
+		if (!c.sc.ProcessOnly[i] || c.sc.Replicated) && c.upThrough(i, a, b) {
 			return true
 		}
 	}
@@ -570,7 +659,7 @@ func (c *checker) closing(j *Job, s *slot, eventually bool) *Run {
 		if !ok && eventually {
 			at, ok = c.eventualArrival(r.Replica, r.End, max(runTTL(j), s.end.Sub(r.End)))
 		}
-		if !ok || !c.upThrough(r.Replica, r.Start, at) {
+		if !ok || !c.liveThrough(r.Replica, r.Start, at) {
 			continue
 		}
 		if r.Err == nil || r.Tick.Attempt >= j.Versions[r.Version].Attempts {
@@ -588,7 +677,7 @@ func (c *checker) slotRuns(j *Job) {
 	most, lease := 0, time.Duration(1<<63-1)
 	for _, v := range j.Versions {
 		most = max(most, v.Attempts)
-		lease = min(lease, v.Policy.LeaseTTL())
+		lease = min(lease, v.LeaseTTL())
 	}
 	var prev *slot
 	for _, s := range c.slots(j) {
@@ -620,8 +709,27 @@ func (c *checker) slotRuns(j *Job) {
 // reason, a skip of the job's tick scheduled at sched (the zero time: any
 // tick) within [a, b].
 func (c *checker) warned(job string, sched, a, b time.Time) bool {
+	dues := []time.Time{sched}
+	if j, ok := c.sc.job(job); ok && !sched.IsZero() {
+		for _, v := range j.Versions {
+			dues = append(dues, v.Interval(false).Due(job, sched))
+		}
+	}
 	for _, l := range c.h.Logs {
-		if l.Job == job && l.Reason != "" && (sched.IsZero() || l.Scheduled.Equal(sched)) && !l.At.Before(a) && !l.At.After(b) {
+		if l.Job == job && l.Reason != "" && (sched.IsZero() || slices.ContainsFunc(dues, l.Scheduled.Equal)) && !l.At.Before(a) && !l.At.After(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// replacedNear reports whether replica i's job was replaced within
+// tickMargin of [a, b], a slot's start and its tick: the new job's first
+// tick is the first its interval has after the Replace, so a tick then may
+// come from neither.
+func (c *checker) replacedNear(i int, job string, a, b time.Time) bool {
+	for _, e := range c.deploys[i] {
+		if at := c.start.Add(e.At); e.Kind == Replace && e.Job == job && at.After(a.Add(-tickMargin)) && at.Before(b.Add(tickMargin)) {
 			return true
 		}
 	}
@@ -642,16 +750,21 @@ func (c *checker) cronSlotsRun(j *Job) {
 	}
 	seen := make(map[string]bool)
 	for v, ver := range j.Versions {
-		every := ver.Policy.Interval(j.NoStartup)
+		every := ver.Interval(j.NoStartup)
 		for s, ok := every.NextSlot(c.start.Add(-time.Hour)); ok && s.Start.Before(c.end); s, ok = every.NextSlot(s.Start) {
 			key, _ := s.Key()
 			if seen[key] || ran[key] != nil {
 				continue
 			}
+			due := every.Due(j.Name, s.Start)
 			for i := range Replicas {
-				b := s.Start.Add(-c.offset(i, s.Start))
-				if b.Add(tickMargin).After(c.end) || c.skewed(b) || c.steppedAcross(i, s.Start) || c.version(i, j.Name, b) != v ||
-					!c.upThrough(i, b.Add(-time.Second), b.Add(tickMargin)) || !c.healthy(b.Add(-time.Second), b.Add(tickMargin)) ||
+				// A runtime started, or a job replaced, after the slot's
+				// start has its first tick in the next slot: with a
+				// spread, a tick due after its start may not come.
+				b, a := due.Add(-c.offset(i, due)), s.Start.Add(-c.offset(i, s.Start))
+				if b.Add(tickMargin).After(c.end) || c.skewed(b) || c.steppedAcross(i, due) || c.version(i, j.Name, b) != v ||
+					!c.upThrough(i, a.Add(-time.Second), b.Add(tickMargin)) || !c.healthy(b.Add(-time.Second), b.Add(tickMargin)) ||
+					c.frozenDuring(i, b.Add(-tickMargin), b.Add(tickMargin)) || c.replacedNear(i, j.Name, a, b) ||
 					c.pausedDuring(j.Name, b.Add(-tickMargin), b.Add(tickMargin)) {
 					continue
 				}
@@ -724,7 +837,7 @@ func (c *checker) retried(j *Job, s *slot) {
 		// end: a deploy that shortened the interval shortened the claim
 		// window of a slot both schedules share (PROTOCOL.md, Limits;
 		// seed 8009346).
-		has := ok && next.Start.Equal(s.start) && due.Before(next.LeaseEnd(0))
+		has := ok && next.Start.Equal(s.start) && due.Before(v.LeaseEnd(next))
 		owed = owed || has && tried < v.Attempts && c.upThrough(i, last.Start, due)
 	}
 	if !owed || c.aloneAtStart(s, last, due) {
@@ -898,12 +1011,12 @@ func (c *checker) served(j *Job, p time.Time, runs []*Run) {
 		if !at.After(p) {
 			continue
 		}
-		if !c.upThrough(r.Replica, r.Start, at.Add(requestMargin)) {
+		if !c.liveThrough(r.Replica, r.Start, at.Add(requestMargin)) {
 			return
 		}
 		due = later(due, at.Add(requestMargin))
 	}
-	if due.After(c.end) || !c.healthy(p, due) || !c.anyUpThrough(p.Add(-time.Second), due) {
+	if due.After(c.end) || !c.healthy(p, due) || !c.anyHears(p.Add(-time.Second), due) {
 		return
 	}
 	for _, r := range runs {
@@ -930,9 +1043,9 @@ func (c *checker) records(j *Job) {
 				if !ok || !s.Start.Equal(p.SlotAt) {
 					continue
 				}
-				end = s.LeaseEnd(0)
+				end = v.LeaseEnd(s)
 			} else {
-				end = p.SlotAt.Add(v.Policy.LeaseTTL())
+				end = p.SlotAt.Add(v.LeaseTTL())
 			}
 			if claimable.IsZero() || end.Before(claimable) {
 				claimable = end
