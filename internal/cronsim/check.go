@@ -59,6 +59,10 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 			c.durationSlotsRun(j)
 		}
 		c.pauses(j)
+		c.leases(j)
+		if j.Versions[0].Policy.Shared() {
+			c.skips(j)
+		}
 		c.requests(j)
 		c.records(j)
 		c.catchUps(j)
@@ -315,6 +319,18 @@ func (c *checker) lossBetween(a, b time.Time) bool {
 	return false
 }
 
+// lastFlush returns the last instant in [a, b] at which Redis lost every
+// key, if there is one.
+func (c *checker) lastFlush(a, b time.Time) (time.Time, bool) {
+	var last time.Time
+	for _, f := range c.flushes {
+		if !f.Before(a) && !f.After(b) {
+			last = f
+		}
+	}
+	return last, !last.IsZero()
+}
+
 // flushed reports whether Redis lost every key in [a, b].
 func (c *checker) flushed(a, b time.Time) bool {
 	for _, f := range c.flushes {
@@ -563,10 +579,20 @@ func resendGap(j *Job) time.Duration {
 }
 
 // held is when r stopped holding the job: its effective end, or, for a run
-// whose replica was killed, when its run lease ran out.
+// whose replica was killed or that went on past its deadline, when its run
+// lease ran out.
 func (c *checker) held(j *Job, r *Run) time.Time {
 	if errors.Is(r.Err, crontest.ErrKilled) {
 		return r.End.Add(runTTL(j))
+	}
+	if errors.Is(r.Cause, cron.ErrRunDeadline) {
+		// Past its deadline, a run that ignores its context holds the
+		// job until it returns, or its lease lapses after (seed 1928).
+		end := r.End
+		if end.IsZero() {
+			end = c.end
+		}
+		return end.Add(runTTL(j))
 	}
 	return r.effectiveEnd(c.end)
 }
@@ -580,8 +606,18 @@ func (c *checker) overlaps(j *Job) {
 	for _, r := range c.runsOf(j.Name) {
 		active = slices.DeleteFunc(active, func(a *Run) bool { return !a.effectiveEnd(c.end).After(r.Start) })
 		for _, a := range active {
-			if !c.flushed(a.Start, r.Start) {
+			f, ok := c.lastFlush(a.Start, r.Start)
+			if !ok {
 				c.add("I1", "overlap", j.Name, r.Start, "two runs at once: %s, and %s", describe(a), describe(r))
+				continue
+			}
+			// The loss excuses the overlap for a run lease: the run from
+			// before it loses its lease at its next heartbeat, or when
+			// its lease's deadline passes without one, and is cancelled.
+			if end := earlier(a.effectiveEnd(c.end), r.effectiveEnd(c.end)); end.After(f.Add(runTTL(j) + tickMargin)) {
+				c.add("I1", "overlap after loss", j.Name, f.Add(runTTL(j)+tickMargin),
+					"two runs at once for %v after Redis lost the record at %s (a run lease is %v): %s, and %s",
+					end.Sub(f), stamp(f), runTTL(j), describe(a), describe(r))
 			}
 		}
 		active = append(active, r)
@@ -920,6 +956,163 @@ func (c *checker) durationSlotsRun(j *Job) {
 			}
 		}
 	}
+}
+
+// I9: a run that the record no longer names, or whose lease its replica
+// could not extend, is cancelled within its run lease: a run in progress
+// when Redis lost every key (a restart; a lossy failover may have kept
+// the record) ends within a run lease after, as its next heartbeat finds
+// the record gone or its lease's deadline passes (R11, R14); and so does
+// a run whose replica could not reach Redis (down, stalled, or its
+// process frozen) for longer than a run lease.
+func (c *checker) leases(j *Job) {
+	ttl := runTTL(j) + tickMargin
+	for _, r := range c.runsOf(j.Name) {
+		end := r.effectiveEnd(c.end)
+		for _, f := range c.flushes {
+			if !slices.Contains(c.lossy, f) && r.Start.Before(f) && end.After(f.Add(ttl)) {
+				c.add("I9", "unnamed", j.Name, f.Add(ttl), "a run went on %v after Redis lost its record at %s (a run lease is %v): %s",
+					end.Sub(f), stamp(f), runTTL(j), describe(r))
+			}
+		}
+		cut := append(append(slices.Clone(c.downs), c.stalls...), c.frozen[r.Replica]...)
+		slices.SortFunc(cut, func(a, b span) int { return a.from.Compare(b.from) })
+		for k := 0; k < len(cut); k++ {
+			s := cut[k]
+			for k+1 < len(cut) && !cut[k+1].from.After(s.to) { // merged with those it meets
+				s.to = later(s.to, cut[k+1].to)
+				k++
+			}
+			if s.to.Sub(s.from) > ttl && r.Start.Before(s.from) && end.After(s.from.Add(ttl)) {
+				c.add("I9", "unextended", j.Name, s.from.Add(ttl), "a run went on %v after its replica lost Redis at %s (until %s; a run lease is %v): %s",
+					end.Sub(s.from), stamp(s.from), stamp(s.to), runTTL(j), describe(r))
+			}
+		}
+	}
+}
+
+// I4, for a Cron spec, the skips of R2: a tick that a replica skipped
+// with ReasonStillRunning came while a run held the job (on this replica,
+// or by the record: it began before the slot's tick was due and Redis
+// recorded its end after); and a slot that every replica up at its tick
+// skipped so by the record (not for the replica's own run in progress)
+// stays skipped: no run of the schedule, a retry or a catch-up runs it
+// later while Redis keeps the record.
+func (c *checker) skips(j *Job) {
+	runs := c.runsOf(j.Name)
+	slotOf := make(map[time.Time]*slot)
+	for _, s := range c.slots(j) {
+		if _, ok := slotOf[s.start]; !ok {
+			slotOf[s.start] = s
+		}
+	}
+	skipped := make(map[time.Time]map[int]time.Time) // by slot start: the replicas that skipped it, when first
+	dues := make(map[time.Time]time.Time)
+	for _, l := range c.h.Logs {
+		if l.Job != j.Name || l.Reason != cron.ReasonStillRunning || l.Scheduled.IsZero() {
+			continue
+		}
+		i := replicaIndex(l.Replica)
+		if i < 0 {
+			continue
+		}
+		// The slot and its due time the tick names, by some release.
+		var start, due time.Time
+		for _, v := range j.Versions {
+			every := v.Interval(false)
+			if s, ok := every.NextSlot(l.Scheduled.Add(-24 * time.Hour)); ok {
+				for ; ok && !s.Start.After(l.Scheduled); s, ok = every.NextSlot(s.Start) {
+					if every.Due(j.Name, s.Start).Equal(l.Scheduled) {
+						start, due = s.Start, l.Scheduled
+					}
+				}
+			}
+		}
+		if start.IsZero() {
+			continue
+		}
+		dueAt := due.Add(-c.offset(i, due)) // by the bubble's clock
+		held, own := false, false
+		for _, r := range runs {
+			if r.Start.After(l.At.Add(tickMargin)) {
+				break
+			}
+			if c.recordedEnd(j, r).Add(tickMargin).After(dueAt) {
+				held = true
+			}
+			if r.Replica == i && !r.Start.After(l.At) && r.End.IsZero() || r.Replica == i && !r.Start.After(l.At) && r.End.After(l.At) {
+				own = true
+			}
+		}
+		if !held && !c.skewed(dueAt) && !c.steppedAcross(i, due) {
+			c.add("I4", "false skip", j.Name, l.At, "replica %d skipped slot %s (due %s) as %q, but no run held the job then",
+				i, start.Format(time.RFC3339), stamp(dueAt), l.Reason)
+		}
+		if own {
+			continue
+		}
+		if skipped[start] == nil {
+			skipped[start] = make(map[int]time.Time)
+		}
+		if at, ok := skipped[start][i]; !ok || l.At.Before(at) {
+			skipped[start][i] = l.At
+		}
+		dues[start] = due
+	}
+	// A slot that every replica up at its tick skipped so: no replica
+	// would run it, and none does.
+	for start, by := range skipped {
+		s := slotOf[start]
+		if s == nil {
+			continue
+		}
+		for _, r := range s.runs {
+			if r.Tick.Trigger == cron.TriggerCatchUp {
+				// A replica's start catches up a slot that R2 skipped,
+				// which wrote nothing (R4 for E4; seed 803): left to
+				// goal 2's recorded skips.
+				continue
+			}
+			all, last := true, time.Time{}
+			for i := range Replicas {
+				at := dues[start].Add(-c.offset(i, dues[start]))
+				if !c.upThrough(i, at.Add(-time.Second), at.Add(tickMargin)) {
+					continue
+				}
+				w, ok := by[i]
+				all = all && ok && w.Before(r.Start)
+				last = later(last, w)
+			}
+			if all && !last.IsZero() && !c.flushed(last, r.Start) {
+				c.add("I4", "skip ran", j.Name, r.Start, "every replica up at slot %s's tick skipped it as %q, the last at %s, and it ran later: %s",
+					start.Format(time.RFC3339), cron.ReasonStillRunning, stamp(last), describe(r))
+				break
+			}
+		}
+	}
+}
+
+// recordedEnd is the latest that Redis may have recorded as the end of r:
+// its completion's arrival, sent again through outages (R13), or the end
+// of its run lease (C1).
+func (c *checker) recordedEnd(j *Job, r *Run) time.Time {
+	end := later(c.held(j, r), r.End)
+	if r.End.IsZero() || errors.Is(r.Err, crontest.ErrKilled) {
+		return end.Add(runTTL(j))
+	}
+	if at, ok := c.eventualArrival(r.Replica, r.End, time.Hour); ok {
+		return later(end, at.Add(resendGap(j)))
+	}
+	return end.Add(runTTL(j))
+}
+
+// replicaIndex returns i of a replica named "replica-<i>", or -1.
+func replicaIndex(name string) int {
+	var i int
+	if _, err := fmt.Sscanf(name, "replica-%d", &i); err != nil || i < 0 || i >= Replicas {
+		return -1
+	}
+	return i
 }
 
 // I5: no run of the schedule, a retry or a catch-up while the job is

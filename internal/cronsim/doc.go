@@ -43,7 +43,9 @@
 //
 //   - I1: never two runs of a job at once while its record survives. A run
 //     lasts until it returned or its context ended (a job that ignores its
-//     context is on its own). Redis losing every key excuses an overlap.
+//     context is on its own). Redis losing every key excuses an overlap
+//     for a run lease after it, not longer: the run from before it loses
+//     its lease at its next heartbeat.
 //   - I2: a slot's runs that no operator requested are at most its
 //     attempts (the most that any release of the job gives). A duration
 //     policy's slots are each replica's own, so its runs are grouped into
@@ -72,6 +74,15 @@
 //   - I7: the record outlives every claimable slot it names: read every
 //     five minutes, its TTL reaches past the end of the named slot's lease.
 //   - I8: a catch-up never runs a slot from before the job first started.
+//   - I9: a run that the record no longer names (Redis lost every key by a
+//     restart) or whose lease its replica could not extend (Redis down or
+//     stalled, or the replica's process frozen, for longer than a run
+//     lease) is cancelled within a run lease.
+//
+// And I4 checks the skips of R2 (ReasonStillRunning) of a Cron slot: a
+// run held the job when the tick was due (or Redis recorded so); and a
+// slot that every replica up at its tick skipped so stays skipped (but
+// for a catch-up: R2 wrote nothing, and a start's E4 may open the slot).
 //
 // They are weakened only where the protocol promises less: Redis losing
 // every key forgets pauses, requests and slots (I1, I2, I3, I5, I6), and
