@@ -105,6 +105,14 @@
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.from=500 -sim.seeds=500
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.long           # 100,000 seeds
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=500 -sim.all -sim.cover -v   # and the seeds that reached each path
+//
+// Beside its range, TestSimulate runs the seeds that cron/PROTOCOL.md,
+// RELIABILITY.md and this package cite (but under -race). The summary line
+// says how many of [Paths] (the knobs, faults and protocol paths) the
+// seeds reached; -sim.cover lists how many seeds reached each; and with
+// -sim.all on 500 seeds or more, CI's configuration, a path that no seed
+// reached fails the run.
 //
 // Each seed simulates 8 hours unless -sim.span says otherwise. A range
 // stops at its first failing seed (-sim.all goes on, lists every failing

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type History struct {
 	// Shutdown that failed).
 	Harness []string
 	End     time.Time // the bubble's time when the run stopped
+	// Reasons are the skip reasons the runtimes gave, at any level, and
+	// Applied the scenario's events that changed something (a Replace,
+	// Remove or Add that the replica's runtime took): for the coverage.
+	Reasons, Applied []string
 }
 
 // Run is one run of a job, as crontest recorded it, with what the job's
@@ -122,6 +127,7 @@ func Simulate(t *testing.T, sc *Scenario) *History {
 		w := &world{
 			sc: sc, h: h, tb: &recorder{TB: t, h: h},
 			runs: make(map[runKey]*seen), counts: make(map[string]int), alive: make(map[string]*atomic.Bool),
+			reasons: make(map[string]bool), applied: make(map[string]bool),
 		}
 		w.run()
 	})
@@ -146,6 +152,7 @@ type world struct {
 
 	downUntil, stallUntil time.Time // of Redis, as the events made them
 	removed               [Replicas]map[string]bool
+	reasons, applied      map[string]bool
 }
 
 // runKey names a run as both the job's code and crontest see it: no two
@@ -352,6 +359,7 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 			return
 		}
 		w.removed[e.Replica][e.Job] = false
+		w.applied[e.Kind.String()] = true
 		build := func(rdb *redis.Client) cron.Job { return w.build(rdb, e.Replica, j) }
 		if e.Kind == Replace {
 			w.c.Replace(build, e.Replica)
@@ -363,6 +371,7 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 			return
 		}
 		w.removed[e.Replica][e.Job] = true
+		w.applied[e.Kind.String()] = true
 		// Remove waits for the job's runs in progress there; the events
 		// after it come on time.
 		go w.c.Remove(e.Job, e.Replica)
@@ -475,6 +484,8 @@ func (w *world) collect() {
 		return cmpStrings(a.Replica+a.Job+a.Msg, b.Replica+b.Job+b.Msg)
 	})
 	w.h.End = time.Now()
+	w.h.Reasons = slices.Sorted(maps.Keys(w.reasons))
+	w.h.Applied = slices.Sorted(maps.Keys(w.applied))
 }
 
 func cmpStrings(a, b string) int {
@@ -545,7 +556,9 @@ type logSink struct {
 	dead  *atomic.Bool // the runtime's, which set its "replica" attribute
 }
 
-func (s *logSink) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+// Enabled takes Debug records too, for their skip reasons (see
+// History.Reasons); the history keeps those at Warn and above.
+func (s *logSink) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelDebug }
 
 // WithAttrs is called by each runtime as it starts, with its "replica"
 // attribute: the handler it returns is that runtime's.
@@ -587,7 +600,12 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(read)
 	s.w.mu.Lock()
-	s.w.logs = append(s.w.logs, rec)
+	if rec.Reason != "" {
+		s.w.reasons[rec.Reason] = true
+	}
+	if r.Level >= slog.LevelWarn {
+		s.w.logs = append(s.w.logs, rec)
+	}
 	s.w.mu.Unlock()
 	return nil
 }
