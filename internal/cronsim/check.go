@@ -727,6 +727,7 @@ func (c *checker) slotRuns(j *Job) {
 				}
 			}
 		}
+		c.backoffs(j, s)
 		if !j.Versions[0].Policy.Shared() && prev != nil && !c.flushed(prev.start, s.start) {
 			// The lease of the slot that prev opened ran out lease after
 			// the tick that opened it, read on its replica's clock.
@@ -738,6 +739,37 @@ func (c *checker) slotRuns(j *Job) {
 			}
 		}
 		prev = s
+	}
+}
+
+// backoffs checks I2's back-off: a run of slot s that failed, returned on
+// a live replica and whose completion Redis served as it came, leaves the
+// slot waiting for the back-off (Backoff, doubled for each attempt after
+// the first, at most 64 times): the slot's next run starts no sooner,
+// unless an operator requested it or Redis lost the record meanwhile.
+func (c *checker) backoffs(j *Job, s *slot) {
+	base := j.Backoff
+	if base == 0 {
+		base = time.Second
+	}
+	for k := 0; k+1 < len(s.runs); k++ {
+		r, next := s.runs[k], s.runs[k+1]
+		if r.Err == nil || r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) {
+			continue
+		}
+		at, ok := c.arrival(r.Replica, r.End, runTTL(j))
+		if !ok || at.After(r.End.Add(c.sc.Latencies[r.Replica])) || c.flushed(r.Start, next.Start) {
+			continue
+		}
+		d := base
+		for i := 1; i < r.Tick.Attempt && d < 64*base; i++ {
+			d *= 2
+		}
+		d = min(d, 64*base)
+		if next.Start.Before(at.Add(d - time.Millisecond)) {
+			c.add("I2", "back-off", j.Name, next.Start, "%s ran again %v after its failed attempt was recorded, before its back-off of %v: %s, then %s",
+				s.key, next.Start.Sub(at), d, describe(r), describe(next))
+		}
 	}
 }
 

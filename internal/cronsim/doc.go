@@ -32,7 +32,20 @@
 // stream of its own, Redis fails over to its replica (crontest's
 // RedisFailover: the writes of the last 1 to 20 ms that no WAIT
 // acknowledged are lost, and Redis is down for 1 to 30 s), three times
-// in four just as a replica's claim of a Cron slot reaches it. [Simulate]
+// in four just as a replica's claim of a Cron slot reaches it. From a
+// third stream, the knobs and faults that came later: each release of a
+// job may have a spread (a Cron spec's WithSpread), a slot TTL, a
+// history length and a run deadline (which slow runs overrun); a third
+// release that Replace puts in place on one running replica or on each
+// in turn; a job that Remove takes out of a replica and Add puts back;
+// clients with only Process (no Pipelined) on some replicas, beside
+// ordinary ones; SCRIPT FLUSH, and replies lost after Redis executed the
+// command (crontest's LoseReplies: the client sends it again), mostly as
+// a Cron slot's claims reach Redis; and a replica's process frozen for up
+// to 45 s (crontest's Freeze). A third of the seeds also kill a replica
+// in the run of a Cron slot it claimed at its tick, while a stall longer
+// than the run lease holds the other replicas' looks at the slot (they
+// then find its lease expired, and only they can retry it). [Simulate]
 // plays it and returns its [History]; the same
 // scenario gives the same history to the nanosecond: no two replicas act
 // at one instant of the bubble's clock.

@@ -404,11 +404,14 @@ func genKnobs(sc *Scenario) {
 	for range int(span / (2 * time.Hour)) {
 		switch x := r.IntN(10); {
 		case x < 4: // Replace on one replica, or on each in turn
+			// Each in turn, within a minute or ten: a retry that every
+			// replica planned is each one's to keep.
 			t, first, v := at(), rep(), r.IntN(3)
-			n := 1 + 2*r.IntN(2)
+			n, gap := 1+2*r.IntN(2), []time.Duration{time.Minute, 10 * time.Minute}[r.IntN(2)]
+			jn := job()
 			for i := range n {
-				sc.Events = append(sc.Events, Event{At: t, Kind: Replace, Replica: (first + i) % Replicas, Job: job(), Version: v})
-				t += time.Duration(r.Int64N(int64(10 * time.Minute)))
+				sc.Events = append(sc.Events, Event{At: t, Kind: Replace, Replica: (first + i) % Replicas, Job: jn, Version: v})
+				t += time.Duration(r.Int64N(int64(gap)))
 			}
 		case x < 5: // Remove, and Add back later
 			t, i, jn := at(), rep(), job()
@@ -425,6 +428,27 @@ func genKnobs(sc *Scenario) {
 			sc.Events = append(sc.Events, Event{At: at(), Kind: LoseReplies, D: time.Second + time.Duration(r.Int64N(int64(time.Minute)))})
 		default:
 			sc.Events = append(sc.Events, Event{At: at(), Kind: Freeze, Replica: rep(), D: 100*time.Millisecond + time.Duration(r.Int64N(int64(45*time.Second)))})
+		}
+	}
+	// A third of the seeds: a replica killed in its run of a Cron slot
+	// that it claimed at its tick, while a stall longer than the run lease
+	// holds the other replicas' looks at the slot, and started again after
+	// the slot's claim window: the looks find the run's lease expired, and
+	// only they can retry the slot.
+	k := rand.New(rand.NewPCG(uint64(sc.Seed), 0xa1d))
+	if k.IntN(3) == 0 {
+		j := &sc.Jobs[k.IntN(len(sc.Jobs))]
+		i := k.IntN(Replicas)
+		if p := j.Versions[0].Policy; p.Shared() {
+			if slot, ok := j.Versions[0].Interval(false).NextSlot(sc.Start.Add(at())); ok {
+				due := j.Versions[0].Interval(false).Due(j.Name, slot.Start)
+				claim := due.Add(-sc.Offsets[i]).Add(sc.Latencies[i]).Sub(sc.Start)
+				stall := 45*time.Second + time.Duration(k.Int64N(int64(2*time.Minute)))
+				sc.Events = append(sc.Events,
+					Event{At: claim + time.Millisecond, Kind: RedisStall, D: stall},
+					Event{At: claim + 100*time.Millisecond + time.Duration(k.Int64N(int64(800*time.Millisecond))), Kind: Kill, Replica: i},
+					Event{At: claim + 2*slot.End.Sub(slot.Start) + time.Duration(k.Int64N(int64(time.Hour))), Kind: Restart, Replica: i})
+			}
 		}
 	}
 	sc.Events = slices.DeleteFunc(sc.Events, func(e Event) bool { return e.At < 0 || e.At >= span })
