@@ -65,7 +65,9 @@
 //     slots by trigger: a run of the schedule or a catch-up opens one, a
 //     retry belongs to the last one; and a slot must not open before the
 //     lease of the last one ran out (11/12 of the interval from the tick
-//     that opened it, read on that replica's clock).
+//     that opened it, read on that replica's clock); and a failed attempt
+//     whose completion Redis recorded leaves its slot waiting for the
+//     back-off.
 //   - I3: no such run of a slot after a run closed it, done or failed
 //     after its last attempt, and Redis recorded that.
 //   - I4: a Cron slot at whose tick a replica was up, Redis well and the
