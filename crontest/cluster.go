@@ -42,6 +42,7 @@ type Cluster struct {
 	skips      map[slotOf][]string // why replicas skipped a slot, for messages
 	downUntil  time.Time           // Redis fails every command before it
 	stallUntil time.Time           // Redis holds every command until it
+	loseUntil  time.Time           // Redis's replies are lost before it
 	jobIndex   map[string]cron.Job // the first copy of each job, by name
 	observer   *redis.Client       // Client's, made at its first call
 
@@ -54,6 +55,7 @@ type replica struct {
 	offset  atomic.Int64  // what its clock reads ahead of the bubble's
 	latency time.Duration // how long its commands take to reach Redis
 	cur     *incarnation  // nil while it is down
+	frozen  time.Time     // Freeze holds its commands until then; guarded by Cluster.mu
 	start   *time.Timer   // a start that WithStartDelays put off
 
 	// What Add and Remove did to its jobs, in order, which a start
@@ -61,10 +63,12 @@ type replica struct {
 	changes []change
 }
 
-// change is an Add (build) or a Remove (name) of one replica's job.
+// change is an Add (build), a Replace (build, replace) or a Remove (name)
+// of one replica's job.
 type change struct {
-	build  func(rdb *redis.Client) cron.Job
-	remove string
+	build   func(rdb *redis.Client) cron.Job
+	replace bool
+	remove  string
 }
 
 // incarnation is one runtime of a replica, from its start to its kill or
@@ -257,13 +261,18 @@ func (c *Cluster) start(r *replica) error {
 		// from the bubble.
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
-	inc.client.AddHook(faults{c: c, inc: inc, latency: r.latency})
+	inc.client.AddHook(faults{c: c, r: r, inc: inc, latency: r.latency})
 	c.mu.Lock()
 	changes := slices.Clone(r.changes)
 	c.mu.Unlock()
 	jobs := c.jobs(inc.client)
 	for _, ch := range changes {
-		if ch.build != nil {
+		if ch.replace {
+			j := ch.build(inc.client)
+			if k := slices.IndexFunc(jobs, func(o cron.Job) bool { return cron.JobName(o) == cron.JobName(j) }); k >= 0 {
+				jobs[k] = j
+			}
+		} else if ch.build != nil {
 			jobs = append(jobs, ch.build(inc.client))
 		} else {
 			jobs = slices.DeleteFunc(jobs, func(j cron.Job) bool { return cron.JobName(j) == ch.remove })
@@ -286,6 +295,7 @@ func (c *Cluster) start(r *replica) error {
 	// The incarnation is the replica's before its first run can start.
 	c.mu.Lock()
 	r.cur = inc
+	r.frozen = time.Time{}
 	c.started = append(c.started, inc)
 	c.mu.Unlock()
 	rt, err := cron.Start(jobs, opts...)
@@ -340,6 +350,28 @@ func (c *Cluster) Add(job func(rdb *redis.Client) cron.Job, replicas ...int) {
 		c.mu.Unlock()
 		if err := inc.rt.Add(j); err != nil && !errors.Is(err, cron.ErrShutdown) {
 			c.tb.Fatalf("crontest: adding %q to replica %d: %v", cron.JobName(j), r.index, err)
+		}
+	}
+}
+
+// Replace puts the job that job builds, called with each replica's own
+// Redis client, in the place of the job of the same name on the running
+// replicas listed (every replica if none is), with cron.Runtime.Replace,
+// and in what they start with from then on, as Add does. Replace fails
+// the test if a running replica refuses the job.
+func (c *Cluster) Replace(job func(rdb *redis.Client) cron.Job, replicas ...int) {
+	c.tb.Helper()
+	for _, r := range c.pick(replicas) {
+		c.mu.Lock()
+		r.changes = append(r.changes, change{build: job, replace: true})
+		inc := r.cur
+		c.mu.Unlock()
+		if inc == nil || inc.rt == nil {
+			continue // its start replaces it
+		}
+		j := job(inc.client)
+		if err := inc.rt.Replace(j); err != nil && !errors.Is(err, cron.ErrShutdown) {
+			c.tb.Fatalf("crontest: replacing %q on replica %d: %v", cron.JobName(j), r.index, err)
 		}
 	}
 }
@@ -539,6 +571,36 @@ func (c *Cluster) Client() *redis.Client {
 	return c.observer
 }
 
+// LoseReplies makes Redis lose its replies to the replicas for d from
+// now: each command, or pipeline, that reaches Redis meanwhile is
+// executed, its reply lost, and sent again at once with the same
+// arguments, as go-redis does after a read error or a timeout
+// (Options.MaxRetries); the caller gets the second execution's reply. A
+// later call can lengthen it, not shorten it.
+func (c *Cluster) LoseReplies(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until := time.Now().Add(d); until.After(c.loseUntil) {
+		c.loseUntil = until
+	}
+}
+
+// Freeze stops replica i's process for d from now, as a long garbage
+// collection or a paused virtual machine does, as far as Redis can tell:
+// every command it sends meanwhile waits until d has passed, and its
+// Redis leases may run out. Its goroutines and timers go on (a test can't
+// stop them), so its runs' contexts still end on time. A later call can
+// lengthen the freeze, not shorten it; a restart ends it.
+func (c *Cluster) Freeze(i int, d time.Duration) {
+	c.tb.Helper()
+	r := c.replica(i)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until := time.Now().Add(d); until.After(r.frozen) {
+		r.frozen = until
+	}
+}
+
 // StepClock steps replica i's clock by d (back if d is negative), as an NTP
 // correction or a machine waking from suspend does. The step lasts: it
 // survives a restart. The runtime's timers wait on the monotonic clock, as
@@ -616,13 +678,16 @@ func (c *Cluster) redisErr(inc *incarnation) error {
 // then the replica's latency (none for a connection's handshake), and
 // returns the error the command fails with when it arrives, if any. A
 // killed replica's command goes nowhere.
-func (c *Cluster) transit(ctx context.Context, inc *incarnation, latency time.Duration, cmds ...redis.Cmder) error {
+func (c *Cluster) transit(ctx context.Context, r *replica, inc *incarnation, latency time.Duration, cmds ...redis.Cmder) error {
 	if inc.dead.Load() {
 		return ErrKilled
 	}
 	for {
 		c.mu.Lock()
 		stall := time.Until(c.stallUntil)
+		if r != nil && r.cur == inc {
+			stall = max(stall, time.Until(r.frozen))
+		}
 		c.mu.Unlock()
 		if stall <= 0 {
 			break
@@ -637,6 +702,13 @@ func (c *Cluster) transit(ctx context.Context, inc *incarnation, latency time.Du
 		}
 	}
 	return c.redisErr(inc)
+}
+
+// losing reports whether Redis's replies are lost now (LoseReplies).
+func (c *Cluster) losing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Before(c.loseUntil)
 }
 
 // size is how long cmds take to send beside the latency: a nanosecond per
@@ -690,6 +762,7 @@ func wait(ctx context.Context, d time.Duration) error {
 // and every command while Redis is down, fail before they are sent.
 type faults struct {
 	c       *Cluster
+	r       *replica
 	inc     *incarnation
 	latency time.Duration
 }
@@ -698,12 +771,16 @@ func (f faults) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if err := f.c.transit(ctx, f.inc, f.latency, cmd); err != nil {
+		if err := f.c.transit(ctx, f.r, f.inc, f.latency, cmd); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
 		before := f.c.failovers()
 		err := next(ctx, cmd)
+		if f.c.losing() && !handshake([]redis.Cmder{cmd}) {
+			cmd.SetErr(nil)
+			err = next(ctx, cmd)
+		}
 		f.c.acknowledge(before, []redis.Cmder{cmd})
 		return err
 	}
@@ -711,7 +788,7 @@ func (f faults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (f faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if err := f.c.transit(ctx, f.inc, f.latency, cmds...); err != nil {
+		if err := f.c.transit(ctx, f.r, f.inc, f.latency, cmds...); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -719,6 +796,12 @@ func (f faults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 		}
 		before := f.c.failovers()
 		err := next(ctx, cmds)
+		if f.c.losing() && !handshake(cmds) {
+			for _, cmd := range cmds {
+				cmd.SetErr(nil)
+			}
+			err = next(ctx, cmds)
+		}
 		f.c.acknowledge(before, cmds)
 		return err
 	}

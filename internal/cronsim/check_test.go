@@ -184,6 +184,19 @@ func TestCheck(t *testing.T) {
 			},
 			h: func() *History {
 				runs := hourlyRuns()
+				runs[1].End = at(11, 2).Add(20 * time.Second) // its next heartbeat found the record gone
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 2).Add(5*time.Second), time.Second, cron.TriggerSchedule, 1, nil))}
+			},
+		},
+		{
+			name: "two runs at once, for longer than a run lease after Redis lost every key", want: "I1", about: "after Redis lost the record",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 62 * time.Minute, Kind: RedisRestart}}
+				return sc
+			},
+			h: func() *History {
+				runs := hourlyRuns()
 				runs[1].End = at(11, 10)
 				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil))}
 			},
@@ -197,8 +210,8 @@ func TestCheck(t *testing.T) {
 			},
 			h: func() *History {
 				runs := hourlyRuns()
-				runs[1].End = at(11, 10)
-				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil))}
+				runs[1].End = at(11, 2).Add(20 * time.Second)
+				return &History{Runs: append(runs, run(hourlySpec, 2, at(11, 2).Add(5*time.Second), time.Second, cron.TriggerSchedule, 1, nil))}
 			},
 		},
 		{

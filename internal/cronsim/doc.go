@@ -32,7 +32,20 @@
 // stream of its own, Redis fails over to its replica (crontest's
 // RedisFailover: the writes of the last 1 to 20 ms that no WAIT
 // acknowledged are lost, and Redis is down for 1 to 30 s), three times
-// in four just as a replica's claim of a Cron slot reaches it. [Simulate]
+// in four just as a replica's claim of a Cron slot reaches it. From a
+// third stream, the knobs and faults that came later: each release of a
+// job may have a spread (a Cron spec's WithSpread), a slot TTL, a
+// history length and a run deadline (which slow runs overrun); a third
+// release that Replace puts in place on one running replica or on each
+// in turn; a job that Remove takes out of a replica and Add puts back;
+// clients with only Process (no Pipelined) on some replicas, beside
+// ordinary ones; SCRIPT FLUSH, and replies lost after Redis executed the
+// command (crontest's LoseReplies: the client sends it again), mostly as
+// a Cron slot's claims reach Redis; and a replica's process frozen for up
+// to 45 s (crontest's Freeze). A third of the seeds also kill a replica
+// in the run of a Cron slot it claimed at its tick, while a stall longer
+// than the run lease holds the other replicas' looks at the slot (they
+// then find its lease expired, and only they can retry it). [Simulate]
 // plays it and returns its [History]; the same
 // scenario gives the same history to the nanosecond: no two replicas act
 // at one instant of the bubble's clock.
@@ -43,14 +56,18 @@
 //
 //   - I1: never two runs of a job at once while its record survives. A run
 //     lasts until it returned or its context ended (a job that ignores its
-//     context is on its own). Redis losing every key excuses an overlap.
+//     context is on its own). Redis losing every key excuses an overlap
+//     for a run lease after it, not longer: the run from before it loses
+//     its lease at its next heartbeat.
 //   - I2: a slot's runs that no operator requested are at most its
 //     attempts (the most that any release of the job gives). A duration
 //     policy's slots are each replica's own, so its runs are grouped into
 //     slots by trigger: a run of the schedule or a catch-up opens one, a
 //     retry belongs to the last one; and a slot must not open before the
 //     lease of the last one ran out (11/12 of the interval from the tick
-//     that opened it, read on that replica's clock).
+//     that opened it, read on that replica's clock); and a failed attempt
+//     whose completion Redis recorded leaves its slot waiting for the
+//     back-off.
 //   - I3: no such run of a slot after a run closed it, done or failed
 //     after its last attempt, and Redis recorded that.
 //   - I4: a Cron slot at whose tick a replica was up, Redis well and the
@@ -72,6 +89,15 @@
 //   - I7: the record outlives every claimable slot it names: read every
 //     five minutes, its TTL reaches past the end of the named slot's lease.
 //   - I8: a catch-up never runs a slot from before the job first started.
+//   - I9: a run that the record no longer names (Redis lost every key by a
+//     restart) or whose lease its replica could not extend (Redis down or
+//     stalled, or the replica's process frozen, for longer than a run
+//     lease) is cancelled within a run lease.
+//
+// And I4 checks the skips of R2 (ReasonStillRunning) of a Cron slot: a
+// run held the job when the tick was due (or Redis recorded so); and a
+// slot that every replica up at its tick skipped so stays skipped (but
+// for a catch-up: R2 wrote nothing, and a start's E4 may open the slot).
 //
 // They are weakened only where the protocol promises less: Redis losing
 // every key forgets pauses, requests and slots (I1, I2, I3, I5, I6), and
@@ -94,6 +120,14 @@
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.from=500 -sim.seeds=500
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.long           # 100,000 seeds
 //	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
+//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=500 -sim.all -sim.cover -v   # and the seeds that reached each path
+//
+// Beside its range, TestSimulate runs the seeds that cron/PROTOCOL.md,
+// RELIABILITY.md and this package cite (but under -race). The summary line
+// says how many of [Paths] (the knobs, faults and protocol paths) the
+// seeds reached; -sim.cover lists how many seeds reached each; and with
+// -sim.all on 500 seeds or more, CI's configuration, a path that no seed
+// reached fails the run.
 //
 // Each seed simulates 8 hours unless -sim.span says otherwise. A range
 // stops at its first failing seed (-sim.all goes on, lists every failing

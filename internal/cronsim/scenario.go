@@ -36,6 +36,11 @@ type Scenario struct {
 	// Replicated is whether the jobs' Db, and the operator's, wait for a
 	// replica (lock.WithReplicas(1, time.Second)).
 	Replicated bool
+	// ProcessOnly says which replicas' jobs have a Db over a client with
+	// only Process, as a user's metrics or tracing wrapper is: the
+	// runtime cannot pipeline on it, and sends a batch command by command.
+	// Not with Replicated, which needs a *redis.Client.
+	ProcessOnly [Replicas]bool
 	// Events are the faults and commands, by At.
 	Events []Event
 }
@@ -67,10 +72,52 @@ type Job struct {
 }
 
 // Version is what one release of a job's code says: its schedule and its
-// attempts per slot.
+// attempts per slot, and the knobs of its LeaseConfig and Func: a spread
+// (a Cron spec's; interval.Interval.WithSpread), the slot's lease TTL (0:
+// the default), the history's length (0: the default) and a run deadline
+// (0: none; cron.WithRunDeadline).
 type Version struct {
 	Policy   Policy
 	Attempts int
+	Spread   time.Duration
+	TTL      time.Duration
+	History  int
+	Deadline time.Duration
+}
+
+// Interval returns the version's schedule as package interval builds it,
+// with its spread.
+func (v Version) Interval(noStartup bool) interval.Interval {
+	return v.Policy.Interval(noStartup).WithSpread(v.Spread)
+}
+
+// LeaseTTL is how long the version's slots can be claimed from their
+// start: for a duration policy, the slot's lease.
+func (v Version) LeaseTTL() time.Duration {
+	if v.TTL > 0 {
+		return v.TTL
+	}
+	return v.Policy.LeaseTTL()
+}
+
+// LeaseEnd is when slot s stops being claimable in this version.
+func (v Version) LeaseEnd(s interval.Slot) time.Time { return s.LeaseEnd(v.TTL) }
+
+func (v Version) String() string {
+	s := fmt.Sprintf("%v attempts %d", v.Policy, v.Attempts)
+	if v.Spread > 0 {
+		s += " spread " + short(v.Spread)
+	}
+	if v.TTL > 0 {
+		s += " TTL " + short(v.TTL)
+	}
+	if v.History > 0 {
+		s += fmt.Sprint(" history ", v.History)
+	}
+	if v.Deadline > 0 {
+		s += " deadline " + short(v.Deadline)
+	}
+	return s
 }
 
 // Policy is a job's schedule: a Cron spec, or a duration policy.
@@ -206,10 +253,27 @@ const (
 	// Failover is crontest's RedisFailover: the writes of the last Lag
 	// that no WAIT acknowledged are lost, and Redis is down for D.
 	Failover
+	// Replace is cron.Runtime.Replace of a job on a running replica,
+	// with another release (Version): no restart.
+	Replace
+	// Remove is cron.Runtime.Remove of a job on a replica, and Add puts
+	// it back (its replica's release).
+	Remove
+	Add
+	// ScriptFlush is SCRIPT FLUSH: every EVALSHA answers NOSCRIPT once,
+	// each command of a pipeline on its own.
+	ScriptFlush
+	// LoseReplies is crontest's LoseReplies: for D, Redis executes each
+	// command and its reply is lost, so the client sends it again.
+	LoseReplies
+	// Freeze is crontest's Freeze: replica Replica's process stops for D
+	// (a GC stop, a VM paused) while time goes on.
+	Freeze
 	numEventKinds
 )
 
-var eventNames = [numEventKinds]string{"kill", "restart", "redis-down", "redis-stall", "redis-restart", "step-clock", "pause", "resume", "run-now", "deploy", "failover"}
+var eventNames = [numEventKinds]string{"kill", "restart", "redis-down", "redis-stall", "redis-restart", "step-clock", "pause", "resume", "run-now", "deploy", "failover",
+	"replace", "remove", "add", "script-flush", "lose-replies", "freeze"}
 
 func (k EventKind) String() string { return eventNames[k] }
 
@@ -221,8 +285,16 @@ func (e Event) String() string {
 		return fmt.Sprintf("%v %s", e.Kind, short(e.D))
 	case StepClock:
 		return fmt.Sprintf("%v r%d %+v", e.Kind, e.Replica, e.D)
-	case Deploy:
+	case Deploy, Replace:
 		return fmt.Sprintf("%v r%d %s v%d", e.Kind, e.Replica, e.Job, e.Version)
+	case Remove, Add:
+		return fmt.Sprintf("%v r%d %s", e.Kind, e.Replica, e.Job)
+	case ScriptFlush:
+		return e.Kind.String()
+	case LoseReplies:
+		return fmt.Sprintf("%v %v", e.Kind, e.D)
+	case Freeze:
+		return fmt.Sprintf("%v r%d %v", e.Kind, e.Replica, e.D)
 	case Failover:
 		return fmt.Sprintf("%v lag %v, down %s", e.Kind, e.Lag, short(e.D))
 	}
@@ -289,8 +361,109 @@ func Generate(seed int64, span time.Duration) *Scenario {
 			sc.Events = append(sc.Events, e)
 		}
 	}
+	genKnobs(sc)
 	slices.SortStableFunc(sc.Events, func(a, b Event) int { return int(a.At - b.At) })
 	return sc
+}
+
+// genKnobs draws, from a stream of its own (so that the other draws of a
+// seed are what they were before the simulator had them), the knobs and
+// faults that came later: the jobs' spreads, lease TTLs, histories and
+// run deadlines, a third release of each job that Replace puts in place
+// on a running replica, clients without Pipelined, Remove and Add, SCRIPT
+// FLUSH, replies lost after Redis executed the command, and frozen
+// processes.
+func genKnobs(sc *Scenario) {
+	r := rand.New(rand.NewPCG(uint64(sc.Seed), 0x6b6e6f62))
+	for i := range sc.ProcessOnly {
+		sc.ProcessOnly[i] = r.IntN(4) == 0
+	}
+	span := sc.Span
+	at := func() time.Duration { return time.Duration(r.Int64N(int64(span))) }
+	for k := range sc.Jobs {
+		j := &sc.Jobs[k]
+		for v := range j.Versions {
+			knobs(r, &j.Versions[v])
+		}
+		// A third release: the first with other knobs, and perhaps other
+		// attempts or schedule.
+		third := j.Versions[0]
+		knobs(r, &third)
+		if r.IntN(2) == 0 {
+			third.Attempts = 1 + r.IntN(3)
+		}
+		if r.IntN(3) == 0 {
+			third.Policy = genPolicy(r, third.Policy.Kind)
+			third.TTL, third.Spread = 0, 0
+			knobs(r, &third)
+		}
+		j.Versions = append(j.Versions, third)
+	}
+	rep := func() int { return r.IntN(Replicas) }
+	job := func() string { return sc.Jobs[r.IntN(len(sc.Jobs))].Name }
+	for range int(span / (2 * time.Hour)) {
+		switch x := r.IntN(10); {
+		case x < 4: // Replace on one replica, or on each in turn
+			// Each in turn, within a minute or ten: a retry that every
+			// replica planned is each one's to keep.
+			t, first, v := at(), rep(), r.IntN(3)
+			n, gap := 1+2*r.IntN(2), []time.Duration{time.Minute, 10 * time.Minute}[r.IntN(2)]
+			jn := job()
+			for i := range n {
+				sc.Events = append(sc.Events, Event{At: t, Kind: Replace, Replica: (first + i) % Replicas, Job: jn, Version: v})
+				t += time.Duration(r.Int64N(int64(gap)))
+			}
+		case x < 5: // Remove, and Add back later
+			t, i, jn := at(), rep(), job()
+			sc.Events = append(sc.Events, Event{At: t, Kind: Remove, Replica: i, Job: jn},
+				Event{At: t + time.Minute + time.Duration(r.Int64N(int64(2*time.Hour))), Kind: Add, Replica: i, Job: jn})
+		case x < 7: // at a Cron slot's tick, so that a batch of claims meets it
+			t := at()
+			if s, ok := sc.Jobs[r.IntN(len(sc.Jobs))].Versions[0].Policy.Interval(false).NextSlot(sc.Start.Add(t)); ok && s.Start.Before(sc.Start.Add(span)) {
+				t = s.Start.Sub(sc.Start) - time.Duration(r.Int64N(int64(2*time.Second)))
+			}
+			kind := []EventKind{ScriptFlush, LoseReplies}[r.IntN(2)]
+			sc.Events = append(sc.Events, Event{At: t, Kind: kind, D: time.Millisecond + time.Duration(r.Int64N(int64(5*time.Second)))})
+		case x < 8: // replies lost for a while, heartbeats and completions too
+			sc.Events = append(sc.Events, Event{At: at(), Kind: LoseReplies, D: time.Second + time.Duration(r.Int64N(int64(time.Minute)))})
+		default:
+			sc.Events = append(sc.Events, Event{At: at(), Kind: Freeze, Replica: rep(), D: 100*time.Millisecond + time.Duration(r.Int64N(int64(45*time.Second)))})
+		}
+	}
+	// A third of the seeds: a replica killed in its run of a Cron slot
+	// that it claimed at its tick, while a stall longer than the run lease
+	// holds the other replicas' looks at the slot, and started again after
+	// the slot's claim window: the looks find the run's lease expired, and
+	// only they can retry the slot.
+	k := rand.New(rand.NewPCG(uint64(sc.Seed), 0xa1d))
+	if k.IntN(3) == 0 {
+		j := &sc.Jobs[k.IntN(len(sc.Jobs))]
+		i := k.IntN(Replicas)
+		if p := j.Versions[0].Policy; p.Shared() {
+			if slot, ok := j.Versions[0].Interval(false).NextSlot(sc.Start.Add(at())); ok {
+				due := j.Versions[0].Interval(false).Due(j.Name, slot.Start)
+				claim := due.Add(-sc.Offsets[i]).Add(sc.Latencies[i]).Sub(sc.Start)
+				stall := 45*time.Second + time.Duration(k.Int64N(int64(2*time.Minute)))
+				sc.Events = append(sc.Events,
+					Event{At: claim + time.Millisecond, Kind: RedisStall, D: stall},
+					Event{At: claim + 100*time.Millisecond + time.Duration(k.Int64N(int64(800*time.Millisecond))), Kind: Kill, Replica: i},
+					Event{At: claim + 2*slot.End.Sub(slot.Start) + time.Duration(k.Int64N(int64(time.Hour))), Kind: Restart, Replica: i})
+			}
+		}
+	}
+	sc.Events = slices.DeleteFunc(sc.Events, func(e Event) bool { return e.At < 0 || e.At >= span })
+}
+
+// knobs draws a release's spread, TTL, history and run deadline.
+func knobs(r *rand.Rand, v *Version) {
+	if v.Policy.Shared() {
+		v.Spread = []time.Duration{0, 0, time.Minute, 5 * time.Minute, 10 * time.Minute}[r.IntN(5)]
+		v.TTL = []time.Duration{0, 0, 0, 20 * time.Minute, 45 * time.Minute}[r.IntN(5)]
+	} else if r.IntN(4) == 0 {
+		v.TTL = v.Policy.D / 2
+	}
+	v.History = []int{0, 0, 1, 3}[r.IntN(4)]
+	v.Deadline = []time.Duration{0, 0, 0, 90 * time.Second, 5 * time.Minute}[r.IntN(5)]
 }
 
 func genPolicy(r *rand.Rand, kind PolicyKind) Policy {

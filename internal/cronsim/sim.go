@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type History struct {
 	// Shutdown that failed).
 	Harness []string
 	End     time.Time // the bubble's time when the run stopped
+	// Reasons are the skip reasons the runtimes gave, at any level, and
+	// Applied the scenario's events that changed something (a Replace,
+	// Remove or Add that the replica's runtime took): for the coverage.
+	Reasons, Applied []string
 }
 
 // Run is one run of a job, as crontest recorded it, with what the job's
@@ -122,6 +127,7 @@ func Simulate(t *testing.T, sc *Scenario) *History {
 		w := &world{
 			sc: sc, h: h, tb: &recorder{TB: t, h: h},
 			runs: make(map[runKey]*seen), counts: make(map[string]int), alive: make(map[string]*atomic.Bool),
+			reasons: make(map[string]bool), applied: make(map[string]bool),
 		}
 		w.run()
 	})
@@ -137,13 +143,16 @@ type world struct {
 
 	mu       sync.Mutex
 	versions [Replicas]map[string]int // each replica's release of each job
-	starting map[string]int           // the releases of the replica being started
+	starting int                      // the replica being started
+	started  int                      // how many of the first starts (New's) were
 	runs     map[runKey]*seen
 	counts   map[string]int // runs so far, by job
 	logs     []LogRecord
 	alive    map[string]*atomic.Bool // by replica name, its runtime's sink's
 
 	downUntil, stallUntil time.Time // of Redis, as the events made them
+	removed               [Replicas]map[string]bool
+	reasons, applied      map[string]bool
 }
 
 // runKey names a run as both the job's code and crontest see it: no two
@@ -169,8 +178,8 @@ func (w *world) run() {
 	time.Sleep(time.Until(sc.Start))
 	for i := range w.versions {
 		w.versions[i] = make(map[string]int)
+		w.removed[i] = make(map[string]bool)
 	}
-	w.starting = w.versions[0]
 	sink := &logSink{w: w}
 	w.c = crontest.New(w.tb, Replicas, w.jobs,
 		crontest.WithClockOffsets(sc.Offsets[:]...),
@@ -209,23 +218,51 @@ func (w *world) dbOptions() []lock.DbOption {
 }
 
 // jobs is the cluster's jobs function: a fresh copy of each job, in the
-// release that the replica being started runs.
+// release that the replica being started runs. New starts the replicas in
+// order; a restart says which it starts.
 func (w *world) jobs(rdb *redis.Client) []cron.Job {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	db := lock.NewDb(rdb, w.dbOptions()...)
+	i := w.starting
+	if w.started < Replicas {
+		i = w.started
+		w.started++
+	}
+	w.mu.Unlock()
 	out := make([]cron.Job, 0, len(w.sc.Jobs))
-	for i := range w.sc.Jobs {
-		j := &w.sc.Jobs[i]
-		v := w.starting[j.Name]
-		version := j.Versions[v]
-		out = append(out, cron.Func(j.Name, version.Policy.Interval(j.NoStartup),
-			func(ctx context.Context, t cron.Tick) error { return w.process(ctx, j, v, t) },
-			cron.WithLease(cron.LeaseConfig{
-				Db: db, Attempts: version.Attempts, CatchUp: j.CatchUp, RunTTL: j.RunTTL, Backoff: j.Backoff,
-			})))
+	for k := range w.sc.Jobs {
+		out = append(out, w.build(rdb, i, &w.sc.Jobs[k]))
 	}
 	return out
+}
+
+// build returns a fresh copy of job j for replica i, in the release that
+// the replica runs now.
+func (w *world) build(rdb *redis.Client, i int, j *Job) cron.Job {
+	w.mu.Lock()
+	v := w.versions[i][j.Name]
+	w.mu.Unlock()
+	var c lock.Client = rdb
+	if w.sc.ProcessOnly[i] && !w.sc.Replicated { // WithReplicas needs a *redis.Client
+		c = processOnly{rdb}
+	}
+	version := j.Versions[v]
+	opts := []cron.FuncOption{cron.WithLease(cron.LeaseConfig{
+		Db: lock.NewDb(c, w.dbOptions()...), Attempts: version.Attempts, CatchUp: j.CatchUp, RunTTL: j.RunTTL, Backoff: j.Backoff,
+		TTL: version.TTL, History: version.History,
+	})}
+	if version.Deadline > 0 {
+		opts = append(opts, cron.WithRunDeadline(version.Deadline))
+	}
+	return cron.Func(j.Name, version.Interval(j.NoStartup),
+		func(ctx context.Context, t cron.Tick) error { return w.process(ctx, j, v, t) }, opts...)
+}
+
+// processOnly is a client with only Process, as a user's wrapper may be
+// (lock.Client asks for no more): the runtime can't pipeline on it.
+type processOnly struct{ c *redis.Client }
+
+func (p processOnly) Process(ctx context.Context, cmd redis.Cmder) error {
+	return p.c.Process(ctx, cmd)
 }
 
 // process is a run of job j in release v: it follows its plan.
@@ -309,6 +346,43 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 		w.versions[e.Replica][e.Job] = e.Version
 		w.mu.Unlock()
 		w.restart(e.Replica)
+	case Replace, Add:
+		j, _ := w.sc.job(e.Job)
+		if e.Kind == Replace {
+			w.mu.Lock()
+			w.versions[e.Replica][e.Job] = e.Version
+			w.mu.Unlock()
+		}
+		// A replica without the job gets the release at its Add; the
+		// runtime has nothing to replace, nor to add twice.
+		if w.removed[e.Replica][e.Job] != (e.Kind == Add) {
+			return
+		}
+		w.removed[e.Replica][e.Job] = false
+		w.applied[e.Kind.String()] = true
+		build := func(rdb *redis.Client) cron.Job { return w.build(rdb, e.Replica, j) }
+		if e.Kind == Replace {
+			w.c.Replace(build, e.Replica)
+		} else {
+			w.c.Add(build, e.Replica)
+		}
+	case Remove:
+		if w.removed[e.Replica][e.Job] {
+			return
+		}
+		w.removed[e.Replica][e.Job] = true
+		w.applied[e.Kind.String()] = true
+		// Remove waits for the job's runs in progress there; the events
+		// after it come on time.
+		go w.c.Remove(e.Job, e.Replica)
+	case ScriptFlush:
+		if err := w.c.Client().ScriptFlush(ctx).Err(); err != nil {
+			w.tb.Errorf("cronsim: SCRIPT FLUSH: %v", err)
+		}
+	case LoseReplies:
+		w.c.LoseReplies(e.D)
+	case Freeze:
+		w.c.Freeze(e.Replica, e.D)
 	default:
 		op := AdminOp{At: now, Kind: e.Kind, Job: e.Job, Err: errRedisUnavailable}
 		// An operator's command fails while Redis is down or stalled
@@ -331,7 +405,7 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 func (w *world) restart(i int) {
 	w.killed(i)
 	w.mu.Lock()
-	w.starting = w.versions[i]
+	w.starting = i
 	w.mu.Unlock()
 	w.c.Restart(i)
 }
@@ -410,6 +484,8 @@ func (w *world) collect() {
 		return cmpStrings(a.Replica+a.Job+a.Msg, b.Replica+b.Job+b.Msg)
 	})
 	w.h.End = time.Now()
+	w.h.Reasons = slices.Sorted(maps.Keys(w.reasons))
+	w.h.Applied = slices.Sorted(maps.Keys(w.applied))
 }
 
 func cmpStrings(a, b string) int {
@@ -480,7 +556,9 @@ type logSink struct {
 	dead  *atomic.Bool // the runtime's, which set its "replica" attribute
 }
 
-func (s *logSink) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+// Enabled takes Debug records too, for their skip reasons (see
+// History.Reasons); the history keeps those at Warn and above.
+func (s *logSink) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelDebug }
 
 // WithAttrs is called by each runtime as it starts, with its "replica"
 // attribute: the handler it returns is that runtime's.
@@ -522,7 +600,12 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(read)
 	s.w.mu.Lock()
-	s.w.logs = append(s.w.logs, rec)
+	if rec.Reason != "" {
+		s.w.reasons[rec.Reason] = true
+	}
+	if r.Level >= slog.LevelWarn {
+		s.w.logs = append(s.w.logs, rec)
+	}
 	s.w.mu.Unlock()
 	return nil
 }

@@ -3,6 +3,7 @@ package cronsim
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -22,7 +23,19 @@ var (
 	spanFlag   = flag.Duration("sim.span", defaultSpan, "how long each seed's simulated run lasts")
 	allFlag    = flag.Bool("sim.all", false, "go on past the first failing seed: list every failing seed, and report the first of each invariant")
 	ignoreFlag = flag.String("sim.ignore", "", "invariants not to check, comma-separated (such as I4,I8)")
+	coverFlag  = flag.Bool("sim.cover", false, "print how many seeds reached each knob, fault and protocol path (see Paths)")
 )
+
+// citedSeeds are the seeds that cron/PROTOCOL.md, RELIABILITY.md and this
+// package cite, each for the failure it found once: TestSimulate runs
+// them beside its range (but under -race, and with -sim.seed), so that
+// what they found stays fixed.
+var citedSeeds = []int64{803, 1928, 3886, 17975, 19170, 23650, 31831, 42740, 1002801, 1007772, 1008185, 1009168,
+	2005375, 2007051, 3001870, 3002930, 4001036, 8009346}
+
+// coverSeeds is how many seeds a range with -sim.all needs for every path
+// of Paths to be owed a seed that reaches it: CI's.
+const coverSeeds = 500
 
 // defaultSpan is how long a seed's simulated run lasts unless -sim.span
 // says otherwise: 8 hours, which puts 500 seeds (0.2 s of CPU each) within
@@ -31,6 +44,12 @@ const defaultSpan = 8 * time.Hour
 
 // shrinkBudget bounds the simulations that shrinking a failure runs.
 const shrinkBudget = 400
+
+// seedsFlagOr returns how many seeds of the range TestSimulate runs.
+func seedsFlagOr() *int {
+	n := seeds()
+	return &n
+}
 
 // seeds returns how many seeds TestSimulate runs.
 func seeds() int {
@@ -58,6 +77,7 @@ type seedResult struct {
 	sc         *Scenario
 	violations []Violation
 	runs       int
+	cover      []string
 }
 
 // TestSimulate runs the seeds of the range (or the one -sim.seed names),
@@ -74,6 +94,18 @@ func TestSimulate(t *testing.T) {
 		return
 	}
 	n := seeds()
+	var list []int64 // the seeds to run: the range, then the cited ones outside it
+	for k := range int64(n) {
+		list = append(list, *fromFlag+k)
+	}
+	if !raceEnabled {
+		for _, s := range citedSeeds {
+			if s < *fromFlag || s >= *fromFlag+int64(n) {
+				list = append(list, s)
+			}
+		}
+	}
+	n = len(list)
 	began := time.Now()
 	results := make([]*seedResult, n)
 	var next atomic.Int64
@@ -89,7 +121,7 @@ func TestSimulate(t *testing.T) {
 					if k >= int64(n) || !*allFlag && k > firstFail.Load() {
 						return
 					}
-					o := simulate(t, k, *fromFlag+k)
+					o := simulate(t, k, list[k])
 					results[k] = o
 					if len(o.violations) > 0 {
 						failed.Add(1)
@@ -127,7 +159,7 @@ func progress(done int64, n int, failed int64, began time.Time) {
 func simulate(t *testing.T, k, seed int64) *seedResult {
 	sc := Generate(seed, *spanFlag)
 	h := Simulate(t, sc)
-	return &seedResult{index: int(k), sc: sc, violations: Check(sc, h, ignored()...), runs: len(h.Runs)}
+	return &seedResult{index: int(k), sc: sc, violations: Check(sc, h, ignored()...), runs: len(h.Runs), cover: Cover(sc, h)}
 }
 
 // report sums up the range, and reports its first failure (with -sim.all,
@@ -153,9 +185,35 @@ func report(t *testing.T, results []*seedResult, took time.Duration) {
 	for k, c := range faults {
 		kinds = append(kinds, fmt.Sprintf("%v %d", EventKind(k), c))
 	}
-	t.Logf("cronsim: %d seeds from %d, %s each (%.0f simulated hours), %d runs; events: %s; failing seeds: %d; took %v on %d workers",
-		ran, *fromFlag, short(*spanFlag), float64(ran)*spanFlag.Hours(), runs, strings.Join(kinds, ", "),
-		len(failing), took.Round(time.Millisecond), runtime.GOMAXPROCS(0))
+	reached := make(map[string]int)
+	for _, o := range results {
+		if o != nil {
+			for _, p := range o.cover {
+				reached[p]++
+			}
+		}
+	}
+	var unreached []string
+	for _, p := range Paths {
+		if reached[p] == 0 {
+			unreached = append(unreached, p)
+		}
+	}
+	t.Logf("cronsim: %d seeds from %d and %d cited, %s each (%.0f simulated hours), %d runs; events: %s; paths reached: %d of %d; failing seeds: %d; took %v on %d workers",
+		min(ran, *seedsFlagOr()), *fromFlag, max(ran-*seedsFlagOr(), 0), short(*spanFlag), float64(ran)*spanFlag.Hours(), runs, strings.Join(kinds, ", "),
+		len(Paths)-len(unreached), len(Paths), len(failing), took.Round(time.Millisecond), runtime.GOMAXPROCS(0))
+	if *coverFlag {
+		var b strings.Builder
+		extra := slices.Sorted(maps.Keys(reached))
+		extra = slices.DeleteFunc(extra, func(p string) bool { return slices.Contains(Paths, p) })
+		for _, p := range append(slices.Clone(Paths), extra...) {
+			fmt.Fprintf(&b, "\n  %-55s %5d", p, reached[p])
+		}
+		t.Logf("cronsim: seeds that reached each path, of %d:%s", ran, b.String())
+	}
+	if *allFlag && ran >= coverSeeds && len(unreached) > 0 {
+		t.Errorf("cronsim: no seed of %d reached %s: the simulator no longer drives them (see Paths)", ran, strings.Join(unreached, "; "))
+	}
 	if len(failing) == 0 {
 		return
 	}

@@ -42,11 +42,16 @@ func (sc *Scenario) String() string {
 	if sc.Replicated {
 		b.WriteString("; Db WithReplicas(1, 1s)")
 	}
+	for i, p := range sc.ProcessOnly {
+		if p && !sc.Replicated {
+			fmt.Fprintf(&b, "; r%d's client has only Process", i)
+		}
+	}
 	b.WriteByte('\n')
 	for _, j := range sc.Jobs {
-		fmt.Fprintf(&b, "%s %v attempts %d", j.Name, j.Versions[0].Policy, j.Versions[0].Attempts)
+		fmt.Fprintf(&b, "%s %v", j.Name, j.Versions[0])
 		for v, ver := range j.Versions[1:] {
-			fmt.Fprintf(&b, "; v%d: %v attempts %d", v+1, ver.Policy, ver.Attempts)
+			fmt.Fprintf(&b, "; v%d: %v", v+1, ver)
 		}
 		if j.NoStartup {
 			b.WriteString("; no startup run")

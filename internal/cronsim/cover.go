@@ -1,0 +1,142 @@
+package cronsim
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/crontest"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// Paths are what a seed may reach: the knobs it draws, the faults it
+// plays, and the protocol's paths, as the public API shows them (a run's
+// trigger and how it ended, the reasons the runtimes skipped ticks for).
+// TestSimulate counts, for each, the seeds that reached it; with -sim.all
+// on CI's 500 seeds or more, a path that no seed reached fails the run.
+var Paths = []string{
+	// Knobs.
+	"knob: cron spec", "knob: duration policy", "knob: attempts >= 2", "knob: no startup run, catch-up",
+	"knob: spread (a spread tick ran)", "knob: slot TTL", "knob: history length", "knob: run deadline",
+	"knob: run deadline exceeded", "knob: Replace on a running replica", "knob: Remove", "knob: Add back",
+	"knob: rolling deploy", "knob: Db WithReplicas", "knob: client with only Process",
+	// Faults.
+	"fault: kill", "fault: restart", "fault: redis down", "fault: redis stall", "fault: redis restart (keys lost)",
+	"fault: failover", "fault: clock step", "fault: SCRIPT FLUSH", "fault: replies lost (sent again)",
+	"fault: process frozen", "fault: pause", "fault: run-now",
+	// The protocol's paths.
+	"E1 tick ran", "E2/E3 retry or follow-up ran", "E4 catch-up ran", "E5 request ran",
+	"run failed", "run panicked", "run killed", "run lost its lease (R11)", "run ignored its cancellation",
+	"slot retried to success",
+	"skip: " + cron.ReasonLeaseHeld, "skip: " + cron.ReasonRunning, "skip: " + cron.ReasonPaused,
+	"skip: " + cron.ReasonRetryWait, "skip: " + cron.ReasonAttemptsUsedUp, "skip: " + cron.ReasonStillRunning,
+	"skip: " + cron.ReasonAdmissionFailed, "skip: " + cron.ReasonTooLate,
+	// Not listed, as no seed of CI's reaches them yet: R17's
+	// cron.ReasonNotReplicated (a failover's outage would have to outlast
+	// half a run lease while a claim waits for its replica).
+}
+
+// Cover returns the paths of Paths that the scenario and its history
+// reached, and the skip reasons not in Paths, as "skip: <reason>".
+func Cover(sc *Scenario, h *History) []string {
+	got := make(map[string]bool)
+	add := func(p string) { got[p] = true }
+	for _, j := range sc.Jobs {
+		if j.Versions[0].Policy.Shared() {
+			add("knob: cron spec")
+		} else {
+			add("knob: duration policy")
+		}
+		if j.NoStartup && j.CatchUp > 0 {
+			add("knob: no startup run, catch-up")
+		}
+	}
+	if sc.Replicated {
+		add("knob: Db WithReplicas")
+	} else if slices.Contains(sc.ProcessOnly[:], true) {
+		add("knob: client with only Process")
+	}
+	kinds := map[EventKind]string{
+		Kill: "fault: kill", Restart: "fault: restart", RedisDown: "fault: redis down", RedisStall: "fault: redis stall",
+		RedisRestart: "fault: redis restart (keys lost)", Failover: "fault: failover", StepClock: "fault: clock step",
+		ScriptFlush: "fault: SCRIPT FLUSH", LoseReplies: "fault: replies lost (sent again)", Freeze: "fault: process frozen",
+		Pause: "fault: pause", RunNow: "fault: run-now", Deploy: "knob: rolling deploy",
+	}
+	for _, e := range sc.Events {
+		if p, ok := kinds[e.Kind]; ok {
+			add(p)
+		}
+	}
+	for _, a := range h.Applied {
+		switch a {
+		case Replace.String():
+			add("knob: Replace on a running replica")
+		case Remove.String():
+			add("knob: Remove")
+		case Add.String():
+			add("knob: Add back")
+		}
+	}
+	for _, r := range h.Runs {
+		j, ok := sc.job(r.Job)
+		if !ok || r.Number < 0 {
+			continue
+		}
+		v := j.Versions[r.Version]
+		switch r.Tick.Trigger {
+		case cron.TriggerSchedule:
+			add("E1 tick ran")
+			if v.Spread > 0 && !r.Tick.Scheduled.Equal(r.Tick.Slot.Start) {
+				add("knob: spread (a spread tick ran)")
+			}
+		case cron.TriggerRetry:
+			add("E2/E3 retry or follow-up ran")
+			if r.Err == nil && !r.End.IsZero() && r.Cancelled.IsZero() {
+				add("slot retried to success")
+			}
+		case cron.TriggerCatchUp:
+			add("E4 catch-up ran")
+		case cron.TriggerRequest:
+			add("E5 request ran")
+		}
+		if v.Attempts >= 2 {
+			add("knob: attempts >= 2")
+		}
+		if v.TTL > 0 {
+			add("knob: slot TTL")
+		}
+		if v.History > 0 {
+			add("knob: history length")
+		}
+		if v.Deadline > 0 {
+			add("knob: run deadline")
+		}
+		var pe *cron.PanicError
+		switch {
+		case errors.Is(r.Err, crontest.ErrKilled):
+			add("run killed")
+		case errors.As(r.Err, &pe):
+			add("run panicked")
+		case r.Err != nil:
+			add("run failed")
+		}
+		switch {
+		case errors.Is(r.Cause, cron.ErrRunDeadline):
+			add("knob: run deadline exceeded")
+		case errors.Is(r.Cause, lock.ErrLeaseLost):
+			add("run lost its lease (R11)")
+		}
+		if !r.Cancelled.IsZero() && !r.End.IsZero() && r.End.Sub(r.Cancelled) > tickMargin {
+			add("run ignored its cancellation")
+		}
+	}
+	for _, reason := range h.Reasons {
+		add("skip: " + reason)
+	}
+	out := make([]string, 0, len(got))
+	for p := range got {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
