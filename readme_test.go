@@ -836,3 +836,61 @@ func TestDocsNameTheRustCrate(t *testing.T) {
 		}
 	}
 }
+
+// TestTestedRedisVersions keeps the README's list of tested servers in step
+// with the version matrix in RELIABILITY.md: each server the README names
+// (by vendor, major and minor) has a row there, every row is named, and
+// every cell of a named row passed.
+func TestTestedRedisVersions(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`tested on (Redis[^;]*);`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md says nothing of the form \"tested on Redis …;\"")
+	}
+	claimed := map[string]bool{}
+	vendor := ""
+	for _, w := range strings.FieldsFunc(string(m[1]), func(r rune) bool { return r == ' ' || r == ',' || r == '\n' }) {
+		switch {
+		case w == "Redis" || w == "Valkey":
+			vendor = w
+		case regexp.MustCompile(`^\d+\.\d+$`).MatchString(w):
+			claimed[vendor+" "+w] = true
+		}
+	}
+
+	rel, err := os.ReadFile("RELIABILITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(rel), "\n## Redis versions\n")
+	if !ok {
+		t.Fatal("RELIABILITY.md has no section \"## Redis versions\"")
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	row := regexp.MustCompile(`^\| (Redis|Valkey) (\d+\.\d+)\.\d+ \|(.*)\|$`)
+	matrix := map[string]bool{}
+	for line := range strings.Lines(section) {
+		r := row.FindStringSubmatch(strings.TrimSpace(line))
+		if r == nil {
+			continue
+		}
+		server := r[1] + " " + r[2]
+		matrix[server] = true
+		for _, cell := range strings.Split(r[3], "|") {
+			if !strings.HasPrefix(strings.TrimSpace(cell), "ok") {
+				t.Errorf("RELIABILITY.md's version matrix: %s has a cell %q, not ok", server, strings.TrimSpace(cell))
+			}
+		}
+	}
+	if len(matrix) == 0 {
+		t.Fatal("RELIABILITY.md's section \"Redis versions\" has no row of the matrix")
+	}
+	if !maps.Equal(claimed, matrix) {
+		t.Errorf("README.md says it is tested on %v, RELIABILITY.md's version matrix has rows for %v", slices.Sorted(maps.Keys(claimed)), slices.Sorted(maps.Keys(matrix)))
+	}
+}
