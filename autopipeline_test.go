@@ -13,12 +13,12 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// autoPipelined returns a Db over an autopipeliner of a client of srv, the
+// autoPipelined returns a DB over an autopipeliner of a client of srv, the
 // blocking one (go-redis's Client.AutoPipeline, as README.md shows) or,
 // with async, the deferred one (Client.AsyncAutoPipeline), whose Process
 // returns before the reply and leaves the error on the command; and a plain
 // client of the same server to look at the keys and flush the scripts with.
-func autoPipelined(t *testing.T, srv *redistest.Server, async bool, opts ...lock.DbOption) (lock.Db, *redis.Client) {
+func autoPipelined(t *testing.T, srv *redistest.Server, async bool, opts ...lock.DBOption) (lock.DB, *redis.Client) {
 	t.Helper()
 	c := srv.Client(t)
 	open := c.AutoPipeline
@@ -30,7 +30,7 @@ func autoPipelined(t *testing.T, srv *redistest.Server, async bool, opts ...lock
 		t.Fatalf("AutoPipeline() = %v", err)
 	}
 	t.Cleanup(func() { _ = ap.Close() })
-	return lock.NewDb(ap, opts...), srv.Client(t)
+	return lock.NewDB(ap, opts...), srv.Client(t)
 }
 
 // TestAutoPipelined runs each lock operation through both faces of
@@ -47,7 +47,7 @@ func TestAutoPipelined(t *testing.T) {
 	}
 }
 
-func testAutoPipelined(t *testing.T, db lock.Db, plain *redis.Client) {
+func testAutoPipelined(t *testing.T, db lock.DB, plain *redis.Client) {
 	ctx := t.Context()
 	l := lock.New[string]("autopipelined", 30*time.Second)
 	rw := lock.NewRW[string]("autopipelined", 30*time.Second)
@@ -147,7 +147,7 @@ func testAutoPipelined(t *testing.T, db lock.Db, plain *redis.Client) {
 	}
 }
 
-// TestAutoPipelinedReplicas checks that a Db over an AutoPipeliner refuses
+// TestAutoPipelinedReplicas checks that a DB over an AutoPipeliner refuses
 // WithReplicas' operations instead of sending them without their WAIT:
 // go-redis sends WAIT, a blocking command, on a connection of its own,
 // where it would count that connection's writes, not the lock's.
@@ -181,7 +181,7 @@ func TestAutoPipelinedCluster(t *testing.T) {
 		t.Fatalf("AutoPipeline() = %v", err)
 	}
 	t.Cleanup(func() { _ = ap.Close() })
-	db := lock.NewDb(ap)
+	db := lock.NewDB(ap)
 	ctx := t.Context()
 	l := lock.New[int]("autopipelined", 30*time.Second)
 

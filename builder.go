@@ -32,7 +32,7 @@ type recipe struct {
 }
 
 // NewServiceBuilder returns a builder holding deps, each known by its Go
-// type: a *redis.Client, a lock.Db, a config struct. A constructor that asks
+// type: a *redis.Client, a lock.DB, a config struct. A constructor that asks
 // for an interface type gets the one dependency that implements it. Start
 // refuses a nil dependency, a typed nil such as a (*redis.Client)(nil)
 // included.

@@ -160,13 +160,13 @@ func TestBuilderRefuses(t *testing.T) {
 		{
 			name: "a leased job with no name",
 			build: func() *wakuwaku.ServiceBuilder {
-				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(lock.NewDb(redis.NewClient(&redis.Options{}))), func(db lock.Db) cron.Job {
+				return wakuwaku.CronJob(wakuwaku.NewServiceBuilder(lock.NewDB(redis.NewClient(&redis.Options{}))), func(db lock.DB) cron.Job {
 					return unnamedLeased{db: db}
 				})
 			},
 			is:      cron.ErrInvalidJob,
 			job:     true,
-			mention: []string{"has no name", "cron.Job", "lock.Db"},
+			mention: []string{"has no name", "cron.Job", "lock.DB"},
 		},
 	}
 	for _, tt := range tests {
@@ -256,8 +256,8 @@ func TestCronJobErr(t *testing.T) {
 
 // unnamedLeased is a leased job with neither a Name method nor a lease
 // name, which the runtime refuses.
-type unnamedLeased struct{ db lock.Db }
+type unnamedLeased struct{ db lock.DB }
 
 func (unnamedLeased) Interval() interval.Interval              { return interval.AtLeast(time.Hour) }
 func (unnamedLeased) Process(context.Context, cron.Tick) error { return nil }
-func (j unnamedLeased) Lease() cron.LeaseConfig                { return cron.LeaseConfig{Db: j.db} }
+func (j unnamedLeased) Lease() cron.LeaseConfig                { return cron.LeaseConfig{DB: j.db} }

@@ -46,7 +46,7 @@ func (j *journal) sorted() []run {
 // replicaDeps is what a report job is built from in these tests.
 type replicaDeps struct {
 	replica int
-	db      lock.Db
+	db      lock.DB
 	every   interval.Interval
 	lease   lock.Lock[string] // the seed pattern's lease; unused by leasedReport
 	journal *journal
@@ -73,7 +73,7 @@ type leasedReport struct{ d replicaDeps }
 
 func (j *leasedReport) Name() string                { return "report" }
 func (j *leasedReport) Interval() interval.Interval { return j.d.every }
-func (j *leasedReport) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: j.d.db} }
+func (j *leasedReport) Lease() cron.LeaseConfig     { return cron.LeaseConfig{DB: j.d.db} }
 func (j *leasedReport) Process(ctx context.Context, t cron.Tick) error {
 	j.d.journal.add(run{replica: j.d.replica, tick: t, entered: time.Now()})
 	select {
@@ -94,7 +94,7 @@ func startReplicas(t *testing.T, srv *redistest.Server, n int, stagger time.Dura
 		}
 		d := deps
 		d.replica = i + 1
-		d.db = lock.NewDb(srv.Client(t))
+		d.db = lock.NewDB(srv.Client(t))
 		b := wakuwaku.NewServiceBuilder(d)
 		build(b)
 		_, crons, err := b.Start()

@@ -22,7 +22,7 @@ var ReportLease = lock.New[string]("cron", 55*time.Minute)
 // HourlyReport is the seed's job: it runs in every replica, and the lease
 // decides which one builds the report.
 type HourlyReport struct {
-	db      lock.Db
+	db      lock.DB
 	replica string
 	done    chan<- string // for the example's output
 }
@@ -49,10 +49,10 @@ func (r *HourlyReport) Process(ctx context.Context, _ cron.Tick) error {
 // its jobs, and Start.
 func replica(name string, client *redis.Client, done chan<- string) *wakuwaku.Crons {
 	type deps struct {
-		db      lock.Db
+		db      lock.DB
 		replica string
 	}
-	b := wakuwaku.NewServiceBuilder(deps{lock.NewDb(client), name})
+	b := wakuwaku.NewServiceBuilder(deps{lock.NewDB(client), name})
 	wakuwaku.CronJob(b, func(d deps) *HourlyReport { return &HourlyReport{db: d.db, replica: d.replica, done: done} })
 	_, crons, err := b.Start()
 	if err != nil {
@@ -87,7 +87,7 @@ func Example_hourlyReport() {
 // CleanupJob leaves the lease to the runtime: by implementing cron.Leased it
 // declares that it runs once per interval across all replicas.
 type CleanupJob struct {
-	db   lock.Db
+	db   lock.DB
 	done chan<- string
 }
 
@@ -98,7 +98,7 @@ func (j *CleanupJob) Name() string { return "cleanup" }
 func (j *CleanupJob) Interval() interval.Interval { return interval.AtLeast(10 * time.Minute) }
 
 // Lease takes the lease in j.db, for the default 11/12 of the interval.
-func (j *CleanupJob) Lease() cron.LeaseConfig { return cron.LeaseConfig{Db: j.db} }
+func (j *CleanupJob) Lease() cron.LeaseConfig { return cron.LeaseConfig{DB: j.db} }
 
 // Process runs only in the replica that took this interval's lease.
 func (j *CleanupJob) Process(context.Context, cron.Tick) error {
@@ -119,9 +119,9 @@ func ExampleCronJob_leased() {
 	// A deploy: the old replica runs the job and stops, the new one
 	// finds the interval's run done.
 	for range 2 {
-		db := lock.NewDb(redis.NewClient(&redis.Options{Addr: m.Addr()}))
+		db := lock.NewDB(redis.NewClient(&redis.Options{Addr: m.Addr()}))
 		b := wakuwaku.NewServiceBuilder(db).WithCronOptions(skipped)
-		wakuwaku.CronJob(b, func(db lock.Db) *CleanupJob { return &CleanupJob{db: db, done: done} })
+		wakuwaku.CronJob(b, func(db lock.DB) *CleanupJob { return &CleanupJob{db: db, done: done} })
 		_, crons, err := b.Start()
 		if err != nil {
 			log.Fatal(err)

@@ -42,10 +42,10 @@ func BenchmarkBatch(b *testing.B) {
 	}
 	type way struct {
 		name string
-		run  func(b *testing.B, ctx context.Context, db lock.Db)
+		run  func(b *testing.B, ctx context.Context, db lock.DB)
 	}
 	ways := []way{
-		{"sequential", func(b *testing.B, ctx context.Context, db lock.Db) {
+		{"sequential", func(b *testing.B, ctx context.Context, db lock.DB) {
 			toks := make([]*lock.Token, batchSize)
 			for b.Loop() {
 				for i, n := range names {
@@ -62,7 +62,7 @@ func BenchmarkBatch(b *testing.B) {
 				}
 			}
 		}},
-		{"many", func(b *testing.B, ctx context.Context, db lock.Db) {
+		{"many", func(b *testing.B, ctx context.Context, db lock.DB) {
 			for b.Loop() {
 				toks, err := l.TryLockMany(ctx, db, names)
 				if err != nil || toks[batchSize-1] == nil {
@@ -76,8 +76,8 @@ func BenchmarkBatch(b *testing.B) {
 	}
 	nets := []struct {
 		name string
-		db   lock.Db
-	}{{"loopback", lock.NewDb(e.client)}, {"delayed", lock.NewDb(slow)}}
+		db   lock.DB
+	}{{"loopback", lock.NewDB(e.client)}, {"delayed", lock.NewDB(slow)}}
 	ctx := context.Background()
 	for _, n := range nets {
 		// Warm up the connections and the scripts.

@@ -194,7 +194,7 @@ func impls(c *redis.Client) []impl {
 // oursImpl is our Lock over c.
 func oursImpl(name string, c lock.Client) impl {
 	ours := lock.New[int]("bench", ttl)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	cycle := func(ctx context.Context, n int, _ string, extends int) error {
 		tok, err := ours.TryLock(ctx, db, n)
 		if err != nil {
@@ -288,7 +288,7 @@ func autoPipelined(b *testing.B, c *redis.Client) []impl {
 // ourRead is our RWLock's read cycle, measured beside our Lock's.
 func ourRead(c *redis.Client) impl {
 	rw := lock.NewRW[int]("bench", ttl)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	return impl{name: "ours-rwread", cycle: func(ctx context.Context, n int, _ string, extends int) error {
 		tok, err := rw.TryRead(ctx, db, n)
 		if err != nil {

@@ -23,7 +23,7 @@ const waiters = 8
 func BenchmarkWait(b *testing.B) {
 	e := getEnv(b)
 	l := lock.New[int]("wait", ttl)
-	db := lock.NewDb(e.client)
+	db := lock.NewDB(e.client)
 	ctx := context.Background()
 	if tok, _ := l.TryLock(ctx, db, 0); tok != nil {
 		tok.Release(ctx)

@@ -29,25 +29,25 @@ import (
 var ErrUnknownJob = errors.New("cron: no such job")
 
 // Admin reads and steers the records of [Leased] jobs, cluster-wide, with
-// nothing but a [lock.Db]: the operators' side of the runtime, for a
+// nothing but a [lock.DB]: the operators' side of the runtime, for a
 // command-line tool or a status page. Jobs are named by their lease's name
 // ([LeaseConfig.Name], by default the job's name).
 //
 // An Admin is a small value, safe to copy and to use from many goroutines.
 // The zero Admin has no client: its methods return [lock.ErrNoClient].
 type Admin struct {
-	db lock.Db
+	db lock.DB
 	by string // who asks, as the records say
 }
 
 // NewAdmin returns an Admin over db, which must be able to take locks in
-// [LeaseNamespace], as the jobs' own LeaseConfig.Db does. Its commands are
+// [LeaseNamespace], as the jobs' own LeaseConfig.DB does. Its commands are
 // recorded as coming from this host and process. With a db made with
 // [lock.WithReplicas], Pause, Resume and RunNow wait for its replicas, and
 // return an error wrapping [lock.ErrNotReplicated] when too few
 // acknowledged the command within the timeout: the master has it, but a
 // failover before a replica has it too would undo it; send it again.
-func NewAdmin(db lock.Db) Admin {
+func NewAdmin(db lock.DB) Admin {
 	host, _ := os.Hostname()
 	return Admin{db: db, by: "admin " + host + "/" + strconv.Itoa(os.Getpid())}
 }
@@ -94,7 +94,7 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	case n < 0:
 		return fmt.Errorf("%w %q: no record of the job: no replica runs it", ErrUnknownJob, job)
 	}
-	// R15, R16 with a Db that waits for replicas: the master has the
+	// R15, R16 with a DB that waits for replicas: the master has the
 	// command; a failover before a replica has it too would undo it.
 	short := replicated(repl, acked, werr)
 	if short != nil {

@@ -74,7 +74,7 @@ func TestRunNowSubscriptionRefused(t *testing.T) {
 	job := cron.Func("report", interval.AtLeast(time.Hour), func(_ context.Context, tick cron.Tick) error {
 		ran <- tick
 		return nil
-	}, cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(deaf)}))
+	}, cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(deaf)}))
 	logs := &records{}
 	start(t, []cron.Job{job}, cron.WithLogger(slog.New(logs)))
 	<-ran // the startup run
@@ -88,7 +88,7 @@ func TestRunNowSubscriptionRefused(t *testing.T) {
 
 	srv.SetUser(t, "deaf", "&@@wakuwaku-cron:run-now")
 	within(t, "the recovery logged", func() bool { return len(logs.find("cron runtime hears run-now requests again")) > 0 })
-	if err := cron.NewAdmin(lock.NewDb(srv.Client(t))).RunNow(t.Context(), "report"); err != nil {
+	if err := cron.NewAdmin(lock.NewDB(srv.Client(t))).RunNow(t.Context(), "report"); err != nil {
 		t.Fatal(err)
 	}
 	select {

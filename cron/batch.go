@@ -26,7 +26,7 @@ import (
 // size, for the first to come back. So a lone command waits for nothing,
 // commands that come faster than round trips share them, and a burst of
 // thousands is answered batch by batch as Redis gets through it, not all
-// at the end. It serves the record's scripts of a Db that waits for no
+// at the end. It serves the record's scripts of a DB that waits for no
 // replicas, and its looks; a WAIT must follow its script on the same
 // connection, which a batch does not promise.
 type batchClient struct {
@@ -161,7 +161,7 @@ func pop(q []*batch) (*batch, []*batch) {
 
 // batchFor returns the clients for s's claims and looks, and for its
 // completions: the runtime's batchClient of s's client, one per client, if
-// s's Db waits for no replicas and its client can key a map; else
+// s's DB waits for no replicas and its client can key a map; else
 // the client itself.
 func (r *Runtime) batchFor(s *jobState) (redisscript.Client, redisscript.Client) {
 	if s.repl.N > 0 || !reflect.ValueOf(s.c).Comparable() {

@@ -37,7 +37,7 @@ func TestBatchOverProcessOnlyClient(t *testing.T) {
 	if err := raw.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	db := lock.NewDb(processOnly{srv.Client(t)})
+	db := lock.NewDB(processOnly{srv.Client(t)})
 	var ev events
 	ran := make(chan string, jobs)
 	var list []cron.Job
@@ -48,7 +48,7 @@ func TestBatchOverProcessOnlyClient(t *testing.T) {
 				ran <- name
 				return nil
 			}},
-			lease: cron.LeaseConfig{Db: db},
+			lease: cron.LeaseConfig{DB: db},
 		})
 	}
 	start(t, list, cron.WithObserver(ev.observer()))

@@ -91,7 +91,7 @@ func TestRunDeadline(t *testing.T) {
 func TestRunDeadlineLeased(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	job := &deadlinedJob{leasedJob: leasedJob{
 		testJob: testJob{name: "bounded", every: interval.AtLeast(time.Hour), process: log.work("r0", func(ctx context.Context, t cron.Tick) error {
 			if t.Attempt == 1 {
@@ -100,7 +100,7 @@ func TestRunDeadlineLeased(t *testing.T) {
 			}
 			return nil
 		})},
-		lease: cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 50 * time.Millisecond},
+		lease: cron.LeaseConfig{DB: db, Attempts: 2, Backoff: 50 * time.Millisecond},
 	}, deadline: 100 * time.Millisecond}
 	start(t, []cron.Job{job}, cron.WithReplica("r0"))
 	if r := log.next(t, "the first attempt"); !errors.Is(r.err, cron.ErrRunDeadline) {

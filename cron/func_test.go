@@ -16,7 +16,7 @@ import (
 // it was given, and is Leased exactly when it has a lease.
 func TestFunc(t *testing.T) {
 	every := interval.AtLeast(time.Hour)
-	lease := cron.LeaseConfig{Db: lock.NewDb(nil), Name: "reports", TTL: time.Minute}
+	lease := cron.LeaseConfig{DB: lock.NewDB(nil), Name: "reports", TTL: time.Minute}
 	tests := []struct {
 		name   string
 		opts   []cron.FuncOption

@@ -22,9 +22,9 @@ import (
 // Admin.Status says when the job last succeeded and what its schedule is.
 func TestHistory(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	db := lock.NewDb(rdb)
+	db := lock.NewDB(rdb)
 	every := interval.MustCron("* * * * * *")
-	s, err := newJobState(every, LeaseConfig{Db: db, Name: "hist", TTL: time.Minute, History: 3, RunTTL: 50 * time.Millisecond}, "r0", time.Now)
+	s, err := newJobState(every, LeaseConfig{DB: db, Name: "hist", TTL: time.Minute, History: 3, RunTTL: 50 * time.Millisecond}, "r0", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestHistoryExpiresWithRecord(t *testing.T) {
 // the same millisecond if exact, else within a few milliseconds.
 func checkHistoryExpiry(t *testing.T, c, admin *redis.Client, exact bool) {
 	ctx := t.Context()
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	every := interval.MustCron("* * * * * *")
 	slot := every.Plan(time.Now(), time.Now()).Slot
 	bothTTLs := redis.NewScript("return {redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[2])}")
@@ -171,7 +171,7 @@ func checkHistoryExpiry(t *testing.T, c, admin *redis.Client, exact bool) {
 	const jobs = 300
 	for i := range jobs {
 		name := fmt.Sprintf("expiry-%d-%v", i, exact)
-		s, err := newJobState(every, LeaseConfig{Db: db, Name: name, TTL: time.Minute, RunTTL: time.Second}, "r0", time.Now)
+		s, err := newJobState(every, LeaseConfig{DB: db, Name: name, TTL: time.Minute, RunTTL: time.Second}, "r0", time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,7 +130,7 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 	hourly, daily := interval.AtLeast(time.Hour), interval.MustCron("0 0 * * *")
 	newState := func(t *testing.T, every interval.Interval, attempts int) *jobState {
 		t.Helper()
-		s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: t.Name(), Attempts: attempts, Backoff: time.Millisecond}, "r0", time.Now)
+		s, err := newJobState(every, LeaseConfig{DB: lock.NewDB(rdb), Name: t.Name(), Attempts: attempts, Backoff: time.Millisecond}, "r0", time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestRecordClaimsSentAgainInBatch(t *testing.T) {
 		list = append(list, Func(name, interval.AtLeast(time.Hour), func(context.Context, Tick) error {
 			ran <- name
 			return nil
-		}, WithLease(LeaseConfig{Db: lock.NewDb(rdb)})))
+		}, WithLease(LeaseConfig{DB: lock.NewDB(rdb)})))
 	}
 	rt, err := Start(list, WithObserver(Observer{RunSkipped: func(t Tick, reason string, err error) {
 		mu.Lock()

@@ -23,13 +23,13 @@ import (
 // more, and its record stays for the replicas that still run it.
 func TestAddLeased(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	log := newJobLog()
 	rt := start(t, []cron.Job{&testJob{name: "plain", every: interval.AtLeast(time.Hour)}}, cron.WithReplica("r0"))
 	job := func(name string) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: name, every: interval.AtLeast(time.Hour), process: log.work("r0", nil)},
-			lease:   cron.LeaseConfig{Db: db, Name: "export"},
+			lease:   cron.LeaseConfig{DB: db, Name: "export"},
 		}
 	}
 	if err := rt.Add(job("export")); err != nil {
@@ -75,13 +75,13 @@ func TestAddLeased(t *testing.T) {
 // next attempt: the retry that was planned never runs.
 func TestRemoveLeasedRetry(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	var ev events
 	job := &leasedJob{
 		testJob: testJob{name: "flaky", every: interval.AtLeast(time.Hour), process: func(context.Context, cron.Tick) error {
 			return errors.New("fails")
 		}},
-		lease: cron.LeaseConfig{Db: db, Attempts: 3, Backoff: 300 * time.Millisecond},
+		lease: cron.LeaseConfig{DB: db, Attempts: 3, Backoff: 300 * time.Millisecond},
 	}
 	rt := start(t, []cron.Job{job}, cron.WithObserver(ev.observer()))
 	st := waitStatus(t, db, "flaky", func(st cron.JobStatus) bool { return st.Last != nil })
@@ -108,11 +108,11 @@ func TestRemoveLeasedRetry(t *testing.T) {
 // jobs' absent records and crashed.
 func TestReplaceLeasedByPlain(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	every := interval.AtLeast(time.Hour).WithoutStartupRun()
 	var jobs []cron.Job
 	for i := range 200 {
-		jobs = append(jobs, &leasedJob{testJob: testJob{name: fmt.Sprint("report-", i), every: every}, lease: cron.LeaseConfig{Db: db}})
+		jobs = append(jobs, &leasedJob{testJob: testJob{name: fmt.Sprint("report-", i), every: every}, lease: cron.LeaseConfig{DB: db}})
 	}
 	rt, err := cron.Start(jobs)
 	if err != nil {
@@ -139,18 +139,18 @@ type tagged struct {
 	tags any
 }
 
-// TestLeasedClientNotComparable runs leased jobs whose Db's client can't
+// TestLeasedClientNotComparable runs leased jobs whose DB's client can't
 // key a map although its type could: the runtime groups them per job, as
 // it does clients whose type can't be compared, and does not panic.
 func TestLeasedClientNotComparable(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(tagged{Client: srv.Client(t), tags: []string{"a"}})
+	db := lock.NewDB(tagged{Client: srv.Client(t), tags: []string{"a"}})
 	log := newJobLog()
 	var jobs []cron.Job
 	for _, name := range []string{"export", "import"} {
 		jobs = append(jobs, &leasedJob{
 			testJob: testJob{name: name, every: interval.AtLeast(time.Hour), process: log.work("r0", nil)},
-			lease:   cron.LeaseConfig{Db: db, Name: name},
+			lease:   cron.LeaseConfig{DB: db, Name: name},
 		})
 	}
 	start(t, jobs, cron.WithReplica("r0"))
@@ -182,7 +182,7 @@ func TestReplaceLeasedRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			db := lock.NewDb(srv.Client(t))
+			db := lock.NewDB(srv.Client(t))
 			log := newJobLog()
 			release := make(chan struct{})
 			var failed atomic.Bool
@@ -197,7 +197,7 @@ func TestReplaceLeasedRetry(t *testing.T) {
 						}
 						return nil
 					})},
-					lease: cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 300 * time.Millisecond},
+					lease: cron.LeaseConfig{DB: db, Attempts: 2, Backoff: 300 * time.Millisecond},
 				}
 			}
 			rt := start(t, []cron.Job{job()}, cron.WithReplica("r0"))

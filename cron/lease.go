@@ -2,6 +2,7 @@ package cron
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -140,20 +141,20 @@ type Leased interface {
 // of a run that fails. It is the value the job's Lease method returns, read
 // once by [Start].
 type LeaseConfig struct {
-	// Db is where the record and the lease are kept; it must be able to
+	// DB is where the record and the lease are kept; it must be able to
 	// take locks in [LeaseNamespace]. Required.
 	//
-	// A Db made with [lock.WithReplicas] makes the record's writes wait
+	// A DB made with [lock.WithReplicas] makes the record's writes wait
 	// for its replicas, as a lock's acquire does, in the same round
 	// trip: claims, heartbeats and completions (a replica that does not
 	// own a Cron slot only looks at it, writes nothing, and needs no
 	// wait). A run starts only once its claim is acknowledged (see
 	// [ReasonNotReplicated]); a completion that is not is sent again
 	// while the slot lasts; a heartbeat that is not does not extend the
-	// run's deadline. Such a Db needs a *redis.Client (a Sentinel
+	// run's deadline. Such a DB needs a *redis.Client (a Sentinel
 	// failover client is one) or a *redis.ClusterClient: [Start] refuses
 	// any other.
-	Db lock.Db
+	DB lock.DB
 	// Name is the lease's name in [LeaseNamespace]; the default is what
 	// the job's Name() string method returns. A job without a Name method
 	// must set it. Replicas of one job must agree on it.
@@ -203,6 +204,11 @@ type LeaseConfig struct {
 	// to 1000; 0, the default, keeps 20. A run's end adds it to the
 	// history in the same round trip that records it.
 	History int
+	// Db is the former name of DB, read when DB is not set.
+	//
+	// Deprecated: use DB.
+	Db lock.DB //lint:ignore ST1003 the former name, kept for one release
+
 }
 
 // LeaseNamespace is the lock namespace of the leases of [Leased] jobs.
@@ -229,7 +235,7 @@ const (
 	// failed every attempt [LeaseConfig.Attempts] allows.
 	ReasonAttemptsUsedUp = "slot used up its attempts"
 	// ReasonNotReplicated is why a tick was skipped when its claim won
-	// but the replicas that the Db waits for (see [lock.WithReplicas])
+	// but the replicas that the DB waits for (see [lock.WithReplicas])
 	// did not acknowledge it within half the run lease: a failover could
 	// have lost it and let another replica run the slot too. The run
 	// lease lapses by itself, and the record then counts the attempt as
@@ -241,6 +247,9 @@ const (
 // names the job.
 func leaseOf(name string, j Leased) (l LeaseConfig, err error) {
 	err = guard(jobCalled(name), "Lease", func() { l = j.Lease() })
+	if reflect.ValueOf(l.DB).IsZero() {
+		l.DB = l.Db
+	}
 	return l, err
 }
 

@@ -51,7 +51,7 @@ func (s *skips) get() ([]string, []error) {
 func TestLeaseOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 
 	ran := make(chan cron.Tick, 10)
@@ -60,7 +60,7 @@ func TestLeaseOnRedis(t *testing.T) {
 			ran <- t
 			return nil
 		}},
-		lease: cron.LeaseConfig{Db: db},
+		lease: cron.LeaseConfig{DB: db},
 	}
 	rt, err := cron.Start([]cron.Job{job})
 	if err != nil {
@@ -94,7 +94,7 @@ func TestLeaseOnRedis(t *testing.T) {
 			ran <- t
 			return nil
 		}},
-		lease: cron.LeaseConfig{Db: db},
+		lease: cron.LeaseConfig{DB: db},
 	}
 	rt, err = cron.Start([]cron.Job{cronJob})
 	if err != nil {
@@ -141,7 +141,7 @@ func TestLeaseRedisDown(t *testing.T) {
 			ran++
 			return nil
 		}},
-		lease: cron.LeaseConfig{Db: lock.NewDb(c)},
+		lease: cron.LeaseConfig{DB: lock.NewDB(c)},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()))
 	if err != nil {
@@ -185,7 +185,7 @@ func TestLeaseOffsetClocks(t *testing.T) {
 				seen[slot] = name
 				return nil
 			}},
-			lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
+			lease: cron.LeaseConfig{DB: lock.NewDB(srv.Client(t))},
 		}
 		rt, err := cron.Start([]cron.Job{job}, cron.WithClock(func() time.Time { return time.Now().Add(offset) }))
 		if err != nil {
@@ -229,9 +229,9 @@ func (j *unnamedLeased) Process(_ context.Context, t cron.Tick) error {
 func TestLeaseNeedsName(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 
-	job := &unnamedLeased{lease: cron.LeaseConfig{Db: db}, ran: make(chan cron.Tick, 1)}
+	job := &unnamedLeased{lease: cron.LeaseConfig{DB: db}, ran: make(chan cron.Tick, 1)}
 	rt, err := cron.Start([]cron.Job{job})
 	if err == nil {
 		rt.Shutdown(t.Context())
@@ -260,7 +260,7 @@ func TestLeaseNeedsName(t *testing.T) {
 func TestLeaseRefused(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { c.Close() })
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	job := func(every interval.Interval, l cron.LeaseConfig) cron.Job {
 		return &leasedJob{testJob: testJob{name: "j", every: every}, lease: l}
 	}
@@ -269,11 +269,11 @@ func TestLeaseRefused(t *testing.T) {
 		job     cron.Job
 		mention string // what the error must name, if anything
 	}{
-		{"no Db", job(interval.AtLeast(time.Hour), cron.LeaseConfig{}), ""},
-		{"Db of a nil client", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: lock.NewDb((*redis.Client)(nil))}), "nil *redis.Client"},
-		{"Db without the cron namespace", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db.Only(lock.New[string]("other", time.Second))}), ""},
-		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.LeaseConfig{Db: db, TTL: time.Hour}), ""},
-		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.LeaseConfig{Db: db, TTL: -time.Second}), ""},
+		{"no DB", job(interval.AtLeast(time.Hour), cron.LeaseConfig{}), ""},
+		{"DB of a nil client", job(interval.AtLeast(time.Hour), cron.LeaseConfig{DB: lock.NewDB((*redis.Client)(nil))}), "nil *redis.Client"},
+		{"DB without the cron namespace", job(interval.AtLeast(time.Hour), cron.LeaseConfig{DB: db.Only(lock.New[string]("other", time.Second))}), ""},
+		{"TTL as long as the interval", job(interval.AtLeast(time.Hour), cron.LeaseConfig{DB: db, TTL: time.Hour}), ""},
+		{"negative TTL", job(interval.AfterFinish(time.Hour), cron.LeaseConfig{DB: db, TTL: -time.Second}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,7 +306,7 @@ func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
 			ran <- tick
 			return nil
 		}},
-		lease: cron.LeaseConfig{Db: lock.NewDb(c)},
+		lease: cron.LeaseConfig{DB: lock.NewDB(c)},
 	}
 	var sk skips
 	var logs records
@@ -381,9 +381,9 @@ func TestLeaseRedisOutageLoggedOnce(t *testing.T) {
 func TestLeaseLogged(t *testing.T) {
 	srv := redistest.Start(t)
 	replica := func(name string) *records {
-		db := lock.NewDb(srv.Client(t))
-		report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db}}
-		nightly := &leasedJob{testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *")}, lease: cron.LeaseConfig{Db: db}}
+		db := lock.NewDB(srv.Client(t))
+		report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{DB: db}}
+		nightly := &leasedJob{testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *")}, lease: cron.LeaseConfig{DB: db}}
 		var logs records
 		rt, err := cron.Start([]cron.Job{report, nightly}, cron.WithLogger(slog.New(&logs)), cron.WithReplica(name))
 		if err != nil {
@@ -437,12 +437,12 @@ func TestLeaseLogged(t *testing.T) {
 // lease that can't work; a spread shorter than the TTL is taken.
 func TestLeaseSpreadPastTTL(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	every := interval.MustCron("* * * * * *").WithoutStartupRun()
 	job := func(name string, spread, ttl time.Duration) *leasedJob {
 		return &leasedJob{
 			testJob: testJob{name: name, every: every.WithSpread(spread)},
-			lease:   cron.LeaseConfig{Db: db, TTL: ttl},
+			lease:   cron.LeaseConfig{DB: db, TTL: ttl},
 		}
 	}
 	for _, tc := range []struct {
@@ -495,8 +495,8 @@ func (h infoUp) WithGroup(string) slog.Handler              { return h }
 // replica does, by job, slot and attempt, in one short line; the record's
 // and the lease's keys come at Debug only.
 func TestLeaseLogKeysAtDebug(t *testing.T) {
-	db := lock.NewDb(redistest.Start(t).Client(t))
-	report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db}}
+	db := lock.NewDB(redistest.Start(t).Client(t))
+	report := &leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{DB: db}}
 	var logs records
 	rt, err := cron.Start([]cron.Job{report}, cron.WithLogger(slog.New(infoUp{&logs})), cron.WithReplica("a"))
 	if err != nil {

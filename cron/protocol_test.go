@@ -33,7 +33,7 @@ func TestProtocolRunNowDuringScheduledRun(t *testing.T) {
 	log := newJobLog()
 	release := make(chan struct{})
 	var first atomic.Bool
-	startReplicas(t, srv, 1, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 1, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "hourly", every: interval.AtLeast(time.Hour), process: log.work(replica, func(ctx context.Context, _ cron.Tick) error {
 				if first.CompareAndSwap(false, true) {
@@ -41,11 +41,11 @@ func TestProtocolRunNowDuringScheduledRun(t *testing.T) {
 				}
 				return nil
 			})},
-			lease: cron.LeaseConfig{Db: db, Attempts: 2, RunTTL: 150 * time.Millisecond, Backoff: 50 * time.Millisecond},
+			lease: cron.LeaseConfig{DB: db, Attempts: 2, RunTTL: 150 * time.Millisecond, Backoff: 50 * time.Millisecond},
 		}
 	})
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
-	waitStatus(t, lock.NewDb(srv.Client(t)), "hourly", func(st cron.JobStatus) bool { return st.Running != nil })
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
+	waitStatus(t, lock.NewDB(srv.Client(t)), "hourly", func(st cron.JobStatus) bool { return st.Running != nil })
 	if err := admin.RunNow(t.Context(), "hourly"); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestProtocolRetryWonElsewhere(t *testing.T) {
 				}
 				return nil
 			})},
-			lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), Attempts: 2, Backoff: 200 * time.Millisecond},
+			lease: cron.LeaseConfig{DB: lock.NewDB(srv.Client(t)), Attempts: 2, Backoff: 200 * time.Millisecond},
 		}
 	}
 	late := cron.WithAdmission("flaky", func(_ context.Context, tick cron.Tick) (bool, string, error) {
@@ -100,8 +100,8 @@ func TestProtocolRetryWonElsewhere(t *testing.T) {
 	if r := log.next(t, "attempt 1 on a"); r.err == nil || r.replica != "a" {
 		t.Fatalf("first run: %s, %v; want a failure on a", r.replica, r.err)
 	}
-	waitStatus(t, lock.NewDb(srv.Client(t)), "flaky", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "open" })
-	startReplicas(t, srv, 1, func(string, lock.Db) cron.Job { return job("b") })
+	waitStatus(t, lock.NewDB(srv.Client(t)), "flaky", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "open" })
+	startReplicas(t, srv, 1, func(string, lock.DB) cron.Job { return job("b") })
 	if r := log.next(t, "attempt 2"); r.err != nil || r.replica != "b" || r.tick.Attempt != 2 {
 		t.Fatalf("second run: %s attempt %d, %v; want b's successful attempt 2", r.replica, r.tick.Attempt, r.err)
 	}
@@ -131,7 +131,7 @@ func TestProtocolRecordOutlivesItsSlots(t *testing.T) {
 		t.Helper()
 		job := &leasedJob{
 			testJob: testJob{name: "business", every: interval.MustCron(spec)},
-			lease:   cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
+			lease:   cron.LeaseConfig{DB: lock.NewDB(srv.Client(t))},
 		}
 		rt, err := cron.Start([]cron.Job{job}, clock, cron.WithReplica(replica))
 		if err != nil {
@@ -139,7 +139,7 @@ func TestProtocolRecordOutlivesItsSlots(t *testing.T) {
 		}
 		t.Cleanup(func() { rt.Shutdown(context.Background()) })
 		// Its startup run's claim, run or refused, and a's 17:45 tick.
-		waitStatus(t, lock.NewDb(srv.Client(t)), "business", func(st cron.JobStatus) bool {
+		waitStatus(t, lock.NewDB(srv.Client(t)), "business", func(st cron.JobStatus) bool {
 			return st.SeenBy == replica && st.Running == nil && (replica != "a" || strings.HasSuffix(st.Slot, "17:45:00Z"))
 		})
 	}
@@ -184,7 +184,7 @@ func TestProtocolOutageDuringRun(t *testing.T) {
 			}
 			return nil
 		})},
-		lease: cron.LeaseConfig{Db: lock.NewDb(c), Attempts: 2, RunTTL: 300 * time.Millisecond, Backoff: 100 * time.Millisecond},
+		lease: cron.LeaseConfig{DB: lock.NewDB(c), Attempts: 2, RunTTL: 300 * time.Millisecond, Backoff: 100 * time.Millisecond},
 	}
 	rt, err := cron.Start([]cron.Job{job})
 	if err != nil {
@@ -203,7 +203,7 @@ func TestProtocolOutageDuringRun(t *testing.T) {
 	if r.tick.Attempt != 2 || r.tick.Trigger != cron.TriggerRetry || r.err != nil {
 		t.Errorf("second run: attempt %d, trigger %v, %v; want a successful attempt 2 (retry)", r.tick.Attempt, r.tick.Trigger, r.err)
 	}
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "done" })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "report", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "done" })
 	if st.Attempts != 2 {
 		t.Errorf("status: %d attempts, want 2", st.Attempts)
 	}
@@ -213,10 +213,10 @@ func TestProtocolOutageDuringRun(t *testing.T) {
 // refuses them, naming both. One of them used to never run.
 func TestProtocolDuplicateLeaseNames(t *testing.T) {
 	_, c := redistest.Mini(t)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	jobs := []cron.Job{
-		&leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db, Name: "nightly"}},
-		&leasedJob{testJob: testJob{name: "export", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: db, Name: "nightly"}},
+		&leasedJob{testJob: testJob{name: "report", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{DB: db, Name: "nightly"}},
+		&leasedJob{testJob: testJob{name: "export", every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{DB: db, Name: "nightly"}},
 	}
 	rt, err := cron.Start(jobs)
 	if err == nil {
@@ -239,7 +239,7 @@ func TestProtocolShutdownHonoursContextWhileRedisStalls(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	job := &leasedJob{
 		testJob: testJob{name: "nightly", every: interval.AtLeast(time.Hour).WithoutStartupRun()},
-		lease:   cron.LeaseConfig{Db: lock.NewDb(c)},
+		lease:   cron.LeaseConfig{DB: lock.NewDB(c)},
 	}
 	if err := c.Ping(t.Context()).Err(); err != nil { // the connection is open
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestProtocolOverrunSlotWarned(t *testing.T) {
 				time.Sleep(1500 * time.Millisecond)
 				return nil
 			})},
-			lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), Attempts: 2},
+			lease: cron.LeaseConfig{DB: lock.NewDB(srv.Client(t)), Attempts: 2},
 		}
 		rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name), cron.WithLogger(slog.New(&logs)))
 		if err != nil {
@@ -349,7 +349,7 @@ func TestProtocolNoCatchUpOnFirstDeploy(t *testing.T) {
 			name := fmt.Sprintf("r%d", i)
 			job := &leasedJob{
 				testJob: testJob{name: "nightly", every: interval.MustCron("@every 1h").WithoutStartupRun(), process: log.work(name, nil)},
-				lease:   cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), CatchUp: 2 * time.Hour},
+				lease:   cron.LeaseConfig{DB: lock.NewDB(srv.Client(t)), CatchUp: 2 * time.Hour},
 			}
 			rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name), clock)
 			if err != nil {
@@ -361,7 +361,7 @@ func TestProtocolNoCatchUpOnFirstDeploy(t *testing.T) {
 		return rts
 	}
 	rts := start(3)
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "nightly", func(st cron.JobStatus) bool { return !st.SeenAt.IsZero() })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "nightly", func(st cron.JobStatus) bool { return !st.SeenAt.IsZero() })
 	time.Sleep(300 * time.Millisecond)
 	if runs, _ := log.all(); len(runs) != 0 || st.Last != nil {
 		t.Fatalf("%d runs on the first deploy, want none: no slot was missed since the job exists", len(runs))
@@ -403,14 +403,14 @@ func TestProtocolOnRing(t *testing.T) {
 	const n = 20
 	ran := make(chan cron.Tick, 2*n)
 	var jobs []cron.Job
-	db := lock.NewDb(ring())
+	db := lock.NewDB(ring())
 	for i := range n {
 		jobs = append(jobs, &leasedJob{
 			testJob: testJob{name: fmt.Sprintf("job-%02d", i), every: interval.AtLeast(time.Hour).WithoutStartupRun(), process: func(_ context.Context, tick cron.Tick) error {
 				ran <- tick
 				return nil
 			}},
-			lease: cron.LeaseConfig{Db: db},
+			lease: cron.LeaseConfig{DB: db},
 		})
 	}
 	rt, err := cron.Start(jobs)
@@ -418,7 +418,7 @@ func TestProtocolOnRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Shutdown(context.Background()) })
-	admin := cron.NewAdmin(lock.NewDb(ring()))
+	admin := cron.NewAdmin(lock.NewDB(ring()))
 	var listed []cron.JobStatus
 	deadline := time.Now().Add(10 * time.Second)
 	for len(listed) < n && time.Now().Before(deadline) {
@@ -502,7 +502,7 @@ func TestProtocolDeadRunLeaseWarned(t *testing.T) {
 			<-ctx.Done()
 			return nil
 		}},
-		lease: cron.LeaseConfig{Db: lock.NewDb(ca), RunTTL: 3 * time.Second},
+		lease: cron.LeaseConfig{DB: lock.NewDB(ca), RunTTL: 3 * time.Second},
 	}
 	rta, err := cron.Start([]cron.Job{a}, cron.WithReplica("a"), cron.WithAdmission("per-second", func(context.Context, cron.Tick) (bool, string, error) {
 		return !dead.Load(), "", nil
@@ -516,7 +516,7 @@ func TestProtocolDeadRunLeaseWarned(t *testing.T) {
 	var logs records
 	b := &leasedJob{
 		testJob: testJob{name: "per-second", every: interval.MustCron("* * * * * *").WithoutStartupRun()},
-		lease:   cron.LeaseConfig{Db: lock.NewDb(srv.Client(t)), RunTTL: 3 * time.Second},
+		lease:   cron.LeaseConfig{DB: lock.NewDB(srv.Client(t)), RunTTL: 3 * time.Second},
 	}
 	rtb, err := cron.Start([]cron.Job{b}, cron.WithReplica("b"), cron.WithLogger(slog.New(&logs)))
 	if err != nil {
@@ -566,7 +566,7 @@ func TestProtocolFollowUpOfTheNewerSlot(t *testing.T) {
 		tick    cron.Tick
 	}
 	starts := make(chan start, 10)
-	job := func(replica string, db lock.Db, work time.Duration) *leasedJob {
+	job := func(replica string, db lock.DB, work time.Duration) *leasedJob {
 		return &leasedJob{
 			testJob: testJob{name: "ten-seconds", every: spec, process: func(ctx context.Context, tk cron.Tick) error {
 				starts <- start{replica, tk}
@@ -576,11 +576,11 @@ func TestProtocolFollowUpOfTheNewerSlot(t *testing.T) {
 				}
 				return context.Cause(ctx)
 			}},
-			lease: cron.LeaseConfig{Db: db, RunTTL: ttl, Attempts: 2, Backoff: 100 * time.Millisecond},
+			lease: cron.LeaseConfig{DB: db, RunTTL: ttl, Attempts: 2, Backoff: 100 * time.Millisecond},
 		}
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rta, err := cron.Start([]cron.Job{job("a", lock.NewDb(ca), 1200*time.Millisecond)}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	rta, err := cron.Start([]cron.Job{job("a", lock.NewDB(ca), 1200*time.Millisecond)}, cron.WithReplica("a"), cron.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +599,7 @@ func TestProtocolFollowUpOfTheNewerSlot(t *testing.T) {
 	ticked := make(chan cron.Tick, 10)
 	cb := srv.Client(t)
 	cb.AddHook(noRegistry{})
-	rtb, err := cron.Start([]cron.Job{job("b", lock.NewDb(cb), 0)}, cron.WithReplica("b"), cron.WithLogger(quiet),
+	rtb, err := cron.Start([]cron.Job{job("b", lock.NewDB(cb), 0)}, cron.WithReplica("b"), cron.WithLogger(quiet),
 		cron.WithClock(func() time.Time { return time.Now().Add(-300 * time.Millisecond) }),
 		cron.WithObserver(cron.Observer{RunSkipped: func(tk cron.Tick, reason string, _ error) {
 			if reason == cron.ReasonRunning {
@@ -644,7 +644,7 @@ func TestProtocolFollowUpOfTheNewerSlot(t *testing.T) {
 // replica that had a look at it restarted (seed 1008185).
 func TestProtocolRestartDuringBackoff(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	const every = 10 * time.Second
 	spec := interval.MustCron("*/10 * * * * *")
 	// Start early in a slot, so that the next one does not begin (and
@@ -653,7 +653,7 @@ func TestProtocolRestartDuringBackoff(t *testing.T) {
 	if into := now.Sub(now.Truncate(every)); into > time.Second {
 		time.Sleep(every - into + 200*time.Millisecond)
 	}
-	lease := cron.LeaseConfig{Db: db, Attempts: 3, Backoff: time.Second}
+	lease := cron.LeaseConfig{DB: db, Attempts: 3, Backoff: time.Second}
 	failed := make(chan cron.Tick, 1)
 	a := &leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
 		failed <- tk
@@ -701,7 +701,7 @@ func TestProtocolRecordKeptAfterFailedClaim(t *testing.T) {
 	var dead atomic.Bool
 	c := srv.Client(t)
 	c.AddHook(deadClient{&dead})
-	lease := cron.LeaseConfig{Db: lock.NewDb(c)}
+	lease := cron.LeaseConfig{DB: lock.NewDB(c)}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rt, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: interval.MustCron("*/5 * * * * *")}, lease: lease}},
 		cron.WithLogger(quiet))
@@ -709,8 +709,8 @@ func TestProtocolRecordKeptAfterFailedClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Shutdown(context.Background()) })
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
-	waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return true })
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
+	waitStatus(t, lock.NewDB(srv.Client(t)), "report", func(st cron.JobStatus) bool { return true })
 	if err := admin.Pause(t.Context(), "report"); err != nil {
 		t.Fatal(err)
 	}
@@ -775,7 +775,7 @@ func TestProtocolOutageAtTick(t *testing.T) {
 	ca.AddHook(deadClient{&deadA})
 	ranA := make(chan cron.Tick, 4)
 	la := lease
-	la.Db = lock.NewDb(ca)
+	la.DB = lock.NewDB(ca)
 	rta, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
 		ranA <- tk
 		return nil
@@ -784,7 +784,7 @@ func TestProtocolOutageAtTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rta.Shutdown(context.Background()) })
-	waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return true })
+	waitStatus(t, lock.NewDB(srv.Client(t)), "report", func(st cron.JobStatus) bool { return true })
 
 	// a's Redis is gone from here (before S, however long a's start took)
 	// to half a second after S.
@@ -803,7 +803,7 @@ func TestProtocolOutageAtTick(t *testing.T) {
 	cb.AddHook(deadClient{&deadB})
 	ranB := make(chan cron.Tick, 4)
 	lb := lease
-	lb.Db = lock.NewDb(cb)
+	lb.DB = lock.NewDB(cb)
 	rtb, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
 		deadB.Store(true)
 		ranB <- tk
@@ -858,7 +858,7 @@ func TestProtocolLeaseLostToFailover(t *testing.T) {
 	cb.AddHook(noRegistry{})
 	cb.AddHook(deadClient{&deadB})
 	la, lb := lease, lease
-	la.Db, lb.Db = lock.NewDb(ca), lock.NewDb(cb)
+	la.DB, lb.DB = lock.NewDB(ca), lock.NewDB(cb)
 	rta, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(ctx context.Context, tk cron.Tick) error {
 		ranA <- tk
 		if tk.Attempt > 1 {
@@ -935,7 +935,7 @@ func TestProtocolLookAfterOutage(t *testing.T) {
 	rt, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
 		ran <- tk
 		return nil
-	}}, lease: cron.LeaseConfig{Db: lock.NewDb(c), Backoff: 500 * time.Millisecond}}},
+	}}, lease: cron.LeaseConfig{DB: lock.NewDB(c), Backoff: 500 * time.Millisecond}}},
 		cron.WithLogger(quiet), cron.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
@@ -988,7 +988,7 @@ func TestProtocolSpreadRunEndsBeforeDue(t *testing.T) {
 			time.Sleep(took)
 			return nil
 		})},
-		lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
+		lease: cron.LeaseConfig{DB: lock.NewDB(srv.Client(t))},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("r0"), cron.WithLogger(slog.New(&logs)))
 	if err != nil {

@@ -124,7 +124,7 @@ type jobState struct {
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]
 
-	// batched and completing are c, or, for a Db that waits for no
+	// batched and completing are c, or, for a DB that waits for no
 	// replicas, the runtime's batchClient of c, which sends the claims,
 	// completions and looks that come together in one pipeline, the
 	// completions (completing) after the others, behind a few at most.
@@ -149,11 +149,11 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	case l.History < 0 || l.History > maxHistory:
 		return nil, fmt.Errorf("%w: job %q: LeaseConfig.History is %d, want 0 (for %d) to %d", ErrInvalidJob, l.Name, l.History, defaultHistory, maxHistory)
 	}
-	c, err := redisscript.ClientOf(l.Db, LeaseNamespace)
+	c, err := redisscript.ClientOf(l.DB, LeaseNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %q: its lease can't be taken: %w", ErrInvalidJob, l.Name, err)
 	}
-	repl := redisscript.ReplicationOf(l.Db)
+	repl := redisscript.ReplicationOf(l.DB)
 	if repl.N > 0 {
 		if err := redisscript.CanWait(c); err != nil {
 			return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, l.Name, err)
@@ -234,7 +234,7 @@ func (s *jobState) keepFor(now, next, end time.Time) int64 {
 // mode; slot is the record's id of t's slot for modeRetry and modeFollow
 // (a duration policy's slot has no other name).
 //
-// With a Db that waits for replicas (lock.WithReplicas), a claim that
+// With a DB that waits for replicas (lock.WithReplicas), a claim that
 // won is confirmed before its run starts (R17): the replicas must have
 // acknowledged its write, in its own round trip or, failing that, in a
 // heartbeat's (E7, which covers every write before it). A heartbeat that
@@ -294,7 +294,7 @@ func (s *jobState) confirm(ctx context.Context, run *runLease, until time.Time) 
 }
 
 // claimOnce sends one claim; acked reports that the replicas acknowledged
-// it, as the Db asks (always, for a Db that asks for none).
+// it, as the DB asks (always, for a DB that asks for none).
 func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next time.Time, slot string) (c claimed, acked bool, err error) {
 	slotAt, dueAt := "", ""
 	var leaseMS int64
@@ -399,7 +399,7 @@ type completed struct {
 
 // complete is E8: it records the end of run, which was due at scheduled
 // and returned err (a *PanicError if it panicked), and the next tick if
-// known (R12), and adds the run to the job's history. With a Db that waits
+// known (R12), and adds the run to the job's history. With a DB that waits
 // for replicas, a completion they did not acknowledge returns its answer
 // and an error wrapping lock.ErrNotReplicated: the caller sends it again
 // (R18).
@@ -485,7 +485,7 @@ type runLease struct {
 }
 
 // Extend is E7: it restarts the run lease for another run TTL (R11).
-// With a Db that waits for replicas, an extension they did not
+// With a DB that waits for replicas, an extension they did not
 // acknowledge fails with an error wrapping lock.ErrNotReplicated, and
 // Deadline stays where the last acknowledged one left it.
 func (l *runLease) Extend(ctx context.Context) (bool, error) {
@@ -519,14 +519,14 @@ func (l *runLease) Deadline() time.Time {
 	return l.deadline
 }
 
-// replicated returns nil if acked replicas are as many as the Db asks to
+// replicated returns nil if acked replicas are as many as the DB asks to
 // acknowledge a write, else an error wrapping lock.ErrNotReplicated, with
 // werr, the WAIT's own error, if any.
 func (s *jobState) replicated(acked int64, werr error) error {
 	return replicated(s.repl, acked, werr)
 }
 
-// replicated is jobState.replicated for a Db that asks for repl.
+// replicated is jobState.replicated for a DB that asks for repl.
 func replicated(repl redisscript.Replication, acked int64, werr error) error {
 	switch {
 	case werr != nil:

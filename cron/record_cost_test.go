@@ -64,7 +64,7 @@ type protocol struct {
 
 func newProtocol(tb testing.TB, rdb *redis.Client, name string, every interval.Interval) *protocol {
 	tb.Helper()
-	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: name}, "bench", time.Now)
+	s, err := newJobState(every, LeaseConfig{DB: lock.NewDB(rdb), Name: name}, "bench", time.Now)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func BenchmarkRunProtocol(b *testing.B) {
 		slot, _ := slots.NextSlot(time.Now().Add(-time.Second))
 		c := &counting{Client: rdb}
 		name := "bench-bare-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@"
-		db := lock.NewDb(c)
+		db := lock.NewDB(c)
 		before, beforeUS := serverStats(b, rdb)
 		for b.Loop() {
 			key, _ := slot.Key()
@@ -215,12 +215,12 @@ func BenchmarkRunReplicas(b *testing.B) {
 	redistest.WaitReplicas(b, master, 1)
 	for _, tc := range []struct {
 		name string
-		opts []lock.DbOption
-	}{{"no-wait", nil}, {"WithReplicas", []lock.DbOption{lock.WithReplicas(1, time.Second)}}} {
+		opts []lock.DBOption
+	}{{"no-wait", nil}, {"WithReplicas", []lock.DBOption{lock.WithReplicas(1, time.Second)}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			every := interval.MustCron("* * * * * *")
 			name := "bench-repl-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-			s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(master.Client(b), tc.opts...), Name: name}, "bench", time.Now)
+			s, err := newJobState(every, LeaseConfig{DB: lock.NewDB(master.Client(b), tc.opts...), Name: name}, "bench", time.Now)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -21,7 +21,7 @@ import (
 func TestOwnLeaseAfterRetry(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.AtLeast(time.Hour)
-	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "own", Attempts: 2, Backoff: time.Millisecond}, "r0", time.Now)
+	s, err := newJobState(every, LeaseConfig{DB: lock.NewDB(rdb), Name: "own", Attempts: 2, Backoff: time.Millisecond}, "r0", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestCut(t *testing.T) {
 func TestClaimAfterOverrun(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.MustCron("*/2 * * * * *")
-	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "overrun", Attempts: 2}, "r0", time.Now)
+	s, err := newJobState(every, LeaseConfig{DB: lock.NewDB(rdb), Name: "overrun", Attempts: 2}, "r0", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestClaimAfterOverrun(t *testing.T) {
 func TestClaimOverEarlierLayout(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.MustCron("0 * * * *")
-	s, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "old"}, "r0", time.Now)
+	s, err := newJobState(every, LeaseConfig{DB: lock.NewDB(rdb), Name: "old"}, "r0", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestClaimOverEarlierLayout(t *testing.T) {
 			t.Errorf("field %q of the earlier layout is left: %q", f, fields)
 		}
 	}
-	st, err := NewAdmin(lock.NewDb(rdb)).Status(ctx, "old")
+	st, err := NewAdmin(lock.NewDB(rdb)).Status(ctx, "old")
 	if err != nil || st.Running == nil || st.Slot != slotName(key) || st.SlotState != "open" {
 		t.Errorf("Status = %+v, %v; want the run of %s", st, err, key)
 	}
@@ -166,9 +166,9 @@ func TestClaimOverEarlierLayout(t *testing.T) {
 // whole.
 func TestPackedFieldsHoldBars(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	db := lock.NewDb(rdb)
+	db := lock.NewDB(rdb)
 	every := interval.MustCron("* * * * * *")
-	s, err := newJobState(every, LeaseConfig{Db: db, Name: "bars", Attempts: 2}, "r|1", time.Now)
+	s, err := newJobState(every, LeaseConfig{DB: db, Name: "bars", Attempts: 2}, "r|1", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

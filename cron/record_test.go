@@ -84,12 +84,12 @@ func (l *jobLog) next(t *testing.T, what string) jobRun {
 
 // startReplicas starts n runtimes over srv, each with its own client and
 // its own copy of the job that job builds, named r0, r1, ...
-func startReplicas(t *testing.T, srv *redistest.Server, n int, job func(replica string, db lock.Db) cron.Job) []*cron.Runtime {
+func startReplicas(t *testing.T, srv *redistest.Server, n int, job func(replica string, db lock.DB) cron.Job) []*cron.Runtime {
 	t.Helper()
 	var rts []*cron.Runtime
 	for i := range n {
 		name := fmt.Sprintf("r%d", i)
-		rt, err := cron.Start([]cron.Job{job(name, lock.NewDb(srv.Client(t)))}, cron.WithReplica(name))
+		rt, err := cron.Start([]cron.Job{job(name, lock.NewDB(srv.Client(t)))}, cron.WithReplica(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestRecordRetriesUntilSuccess(t *testing.T) {
 	log := newJobLog()
 	var mu sync.Mutex
 	failures := 0
-	startReplicas(t, srv, 3, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 3, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "flaky", every: interval.AtLeast(time.Hour), process: log.work(replica, func(context.Context, cron.Tick) error {
 				mu.Lock()
@@ -118,7 +118,7 @@ func TestRecordRetriesUntilSuccess(t *testing.T) {
 				}
 				return nil
 			})},
-			lease: cron.LeaseConfig{Db: db, Attempts: 3, Backoff: 100 * time.Millisecond},
+			lease: cron.LeaseConfig{DB: db, Attempts: 3, Backoff: 100 * time.Millisecond},
 		}
 	})
 	for i, want := range []string{"failure 1", "failure 2", ""} {
@@ -139,7 +139,7 @@ func TestRecordRetriesUntilSuccess(t *testing.T) {
 			t.Errorf("attempt %d started %v after the previous ended, want the back-off, 100ms, at least", i+1, gap)
 		}
 	}
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "flaky", func(st cron.JobStatus) bool { return st.Running == nil && st.Last != nil })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "flaky", func(st cron.JobStatus) bool { return st.Running == nil && st.Last != nil })
 	if st.SlotState != "done" || st.Attempts != 3 || st.Last.Outcome != "ok" || st.Last.Attempt != 3 || st.Last.Trigger != cron.TriggerRetry {
 		t.Errorf("status = slot %s after %d attempts, last %+v; want done after 3, the last ok at attempt 3 (retry)", st.SlotState, st.Attempts, st.Last)
 	}
@@ -158,17 +158,17 @@ func TestRecordRetriesUntilSuccess(t *testing.T) {
 func TestRecordAttemptsSpent(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
-	startReplicas(t, srv, 2, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 2, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "broken", every: interval.AtLeast(time.Hour), process: log.work(replica, func(context.Context, cron.Tick) error {
 				panic("broken")
 			})},
-			lease: cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 50 * time.Millisecond},
+			lease: cron.LeaseConfig{DB: db, Attempts: 2, Backoff: 50 * time.Millisecond},
 		}
 	})
 	log.next(t, "attempt 1")
 	log.next(t, "attempt 2")
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "broken", func(st cron.JobStatus) bool { return st.SlotState == "failed" })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "broken", func(st cron.JobStatus) bool { return st.SlotState == "failed" })
 	if f := st.LastFailure; f == nil || f.Outcome != "panic" || f.Attempt != 2 || !strings.Contains(f.Error, "broken") {
 		t.Errorf("status.LastFailure = %+v, want attempt 2's panic", f)
 	}
@@ -182,16 +182,16 @@ func TestRecordAttemptsSpent(t *testing.T) {
 func TestRecordAtMostOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
-	startReplicas(t, srv, 3, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 3, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "once", every: interval.AtLeast(time.Hour), process: log.work(replica, func(context.Context, cron.Tick) error {
 				return errors.New("failed")
 			})},
-			lease: cron.LeaseConfig{Db: db},
+			lease: cron.LeaseConfig{DB: db},
 		}
 	})
 	log.next(t, "the first run")
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "once", func(st cron.JobStatus) bool { return st.SlotState == "failed" })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "once", func(st cron.JobStatus) bool { return st.SlotState == "failed" })
 	if st.Attempts != 1 || st.LastFailure == nil || st.LastFailure.Error != "failed" {
 		t.Errorf("status = %+v, want one failed attempt", st)
 	}
@@ -209,14 +209,14 @@ func TestRecordRunLeaseLost(t *testing.T) {
 	raw := srv.Client(t)
 	log := newJobLog()
 	started := make(chan struct{})
-	startReplicas(t, srv, 1, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 1, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "long", every: interval.AtLeast(time.Hour), process: log.work(replica, func(ctx context.Context, _ cron.Tick) error {
 				close(started)
 				<-ctx.Done()
 				return context.Cause(ctx)
 			})},
-			lease: cron.LeaseConfig{Db: db, RunTTL: 300 * time.Millisecond},
+			lease: cron.LeaseConfig{DB: db, RunTTL: 300 * time.Millisecond},
 		}
 	})
 	<-started
@@ -239,13 +239,13 @@ func TestRecordRunLeaseLost(t *testing.T) {
 func TestRecordLongRunHeldAcrossIntervals(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
-	startReplicas(t, srv, 3, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 3, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "slow", every: interval.AtLeast(200 * time.Millisecond), process: log.work(replica, func(ctx context.Context, _ cron.Tick) error {
 				time.Sleep(600 * time.Millisecond)
 				return ctx.Err()
 			})},
-			lease: cron.LeaseConfig{Db: db, RunTTL: 300 * time.Millisecond},
+			lease: cron.LeaseConfig{DB: db, RunTTL: 300 * time.Millisecond},
 		}
 	})
 	for range 3 {
@@ -273,10 +273,10 @@ func TestRecordPauseResumeRunNow(t *testing.T) {
 	var sk skips
 	for i := range 3 {
 		name := fmt.Sprintf("r%d", i)
-		db := lock.NewDb(srv.Client(t))
+		db := lock.NewDB(srv.Client(t))
 		job := &leasedJob{
 			testJob: testJob{name: "steered", every: interval.AtLeast(100 * time.Millisecond).WithoutStartupRun(), process: log.work(name, nil)},
-			lease:   cron.LeaseConfig{Db: db},
+			lease:   cron.LeaseConfig{DB: db},
 		}
 		rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name), cron.WithObserver(sk.observer()))
 		if err != nil {
@@ -284,7 +284,7 @@ func TestRecordPauseResumeRunNow(t *testing.T) {
 		}
 		t.Cleanup(func() { rt.Shutdown(context.Background()) })
 	}
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	log.next(t, "a scheduled run")
 	if err := admin.Pause(t.Context(), "steered"); err != nil {
 		t.Fatal(err)
@@ -341,14 +341,14 @@ func TestRecordPauseResumeRunNow(t *testing.T) {
 func TestRecordStatusJSON(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
-	startReplicas(t, srv, 1, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 1, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "report", every: interval.AtLeast(time.Hour), process: log.work(replica, nil)},
-			lease:   cron.LeaseConfig{Db: db},
+			lease:   cron.LeaseConfig{DB: db},
 		}
 	})
 	log.next(t, "the startup run")
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "report", func(st cron.JobStatus) bool { return st.Last != nil })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "report", func(st cron.JobStatus) bool { return st.Last != nil })
 	if st.Last.Replica != "r0" || st.Last.Outcome != "ok" || st.NextDue.IsZero() || st.SeenBy != "r0" {
 		t.Errorf("status = %+v, last %+v; want r0's ok run and a next due time", st, st.Last)
 	}
@@ -367,7 +367,7 @@ func TestRecordStatusJSON(t *testing.T) {
 	if back["job"] != "report" || back["paused"] != false || last["trigger"] != "schedule" || last["outcome"] != "ok" || back["nextDue"] == nil {
 		t.Errorf("JSON = %s, want job, paused, nextDue and last.trigger, last.outcome", b)
 	}
-	jobs, err := cron.NewAdmin(lock.NewDb(srv.Client(t))).Jobs(t.Context())
+	jobs, err := cron.NewAdmin(lock.NewDB(srv.Client(t))).Jobs(t.Context())
 	if err != nil || len(jobs) != 1 || jobs[0].Job != "report" {
 		t.Errorf("Jobs() = %v, %v; want report's", jobs, err)
 	}
@@ -376,16 +376,16 @@ func TestRecordStatusJSON(t *testing.T) {
 // TestRecordRefusedNames checks that Start refuses a leased job whose name
 // would break its record's hash tag, and bad record settings.
 func TestRecordRefusedNames(t *testing.T) {
-	db := lock.NewDb(redistest.Start(t).Client(t))
+	db := lock.NewDB(redistest.Start(t).Client(t))
 	for _, tc := range []struct {
 		name  string
 		lease cron.LeaseConfig
 	}{
-		{"a{b", cron.LeaseConfig{Db: db}},
-		{"a}b", cron.LeaseConfig{Db: db}},
-		{"ok", cron.LeaseConfig{Db: db, Attempts: -1}},
-		{"ok", cron.LeaseConfig{Db: db, RunTTL: -time.Second}},
-		{"ok", cron.LeaseConfig{Db: db, CatchUp: -time.Second}},
+		{"a{b", cron.LeaseConfig{DB: db}},
+		{"a}b", cron.LeaseConfig{DB: db}},
+		{"ok", cron.LeaseConfig{DB: db, Attempts: -1}},
+		{"ok", cron.LeaseConfig{DB: db, RunTTL: -time.Second}},
+		{"ok", cron.LeaseConfig{DB: db, CatchUp: -time.Second}},
 	} {
 		job := &leasedJob{testJob: testJob{name: tc.name, every: interval.AtLeast(time.Hour)}, lease: tc.lease}
 		rt, err := cron.Start([]cron.Job{job})
@@ -398,7 +398,7 @@ func TestRecordRefusedNames(t *testing.T) {
 
 // waitStatus polls the job's status until ok says it is what the test
 // waits for, and returns it; it fails the test after 10s.
-func waitStatus(t *testing.T, db lock.Db, job string, ok func(cron.JobStatus) bool) cron.JobStatus {
+func waitStatus(t *testing.T, db lock.DB, job string, ok func(cron.JobStatus) bool) cron.JobStatus {
 	t.Helper()
 	admin := cron.NewAdmin(db)
 	deadline := time.Now().Add(10 * time.Second)
@@ -457,14 +457,14 @@ func TestRecordOnCluster(t *testing.T) {
 	}
 	for i := range 2 {
 		replica := fmt.Sprintf("r%d", i)
-		db := lock.NewDb(cl.Client(t))
+		db := lock.NewDB(cl.Client(t))
 		var jobs []cron.Job
 		for j, n := range names {
 			every := interval.AtLeast(time.Hour)
 			if j%2 == 1 {
 				every = interval.MustCron("0 * * * *")
 			}
-			jobs = append(jobs, &leasedJob{testJob: testJob{name: n, every: every, process: logs[n].work(replica, nil)}, lease: cron.LeaseConfig{Db: db}})
+			jobs = append(jobs, &leasedJob{testJob: testJob{name: n, every: every, process: logs[n].work(replica, nil)}, lease: cron.LeaseConfig{DB: db}})
 		}
 		rt, err := cron.Start(jobs, cron.WithReplica(replica))
 		if err != nil {
@@ -488,7 +488,7 @@ func TestRecordOnCluster(t *testing.T) {
 	if len(masters) < 2 {
 		t.Logf("the records are on %d master(s) only", len(masters))
 	}
-	admin := cron.NewAdmin(lock.NewDb(raw))
+	admin := cron.NewAdmin(lock.NewDB(raw))
 	var jobs []cron.JobStatus
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -530,14 +530,14 @@ func TestRecordOnCluster(t *testing.T) {
 func TestRecordCatchUpDuration(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
-	job := func(replica string, db lock.Db) cron.Job {
+	job := func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "often", every: interval.AtLeast(time.Second).WithoutStartupRun(), process: log.work(replica, nil)},
-			lease:   cron.LeaseConfig{Db: db, CatchUp: time.Hour},
+			lease:   cron.LeaseConfig{DB: db, CatchUp: time.Hour},
 		}
 	}
 	for _, rt := range startReplicas(t, srv, 1, job) {
-		waitStatus(t, lock.NewDb(srv.Client(t)), "often", func(cron.JobStatus) bool { return true })
+		waitStatus(t, lock.NewDB(srv.Client(t)), "often", func(cron.JobStatus) bool { return true })
 		rt.Shutdown(t.Context())
 	}
 	time.Sleep(1100 * time.Millisecond)
@@ -564,17 +564,17 @@ func TestRecordCatchUpDuration(t *testing.T) {
 // it.
 func TestRecordAnnounced(t *testing.T) {
 	srv := redistest.Start(t)
-	startReplicas(t, srv, 1, func(replica string, db lock.Db) cron.Job {
+	startReplicas(t, srv, 1, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "nightly", every: interval.MustCron("0 3 * * *").WithoutStartupRun()},
-			lease:   cron.LeaseConfig{Db: db},
+			lease:   cron.LeaseConfig{DB: db},
 		}
 	})
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "nightly", func(cron.JobStatus) bool { return true })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "nightly", func(cron.JobStatus) bool { return true })
 	if d := time.Until(st.NextDue); st.SeenBy != "r0" || d <= 0 || d > 24*time.Hour || st.Last != nil {
 		t.Errorf("status of a job not yet run = %+v, want r0's announcement with its next due time", st)
 	}
-	if err := cron.NewAdmin(lock.NewDb(srv.Client(t))).Pause(t.Context(), "nightly"); err != nil {
+	if err := cron.NewAdmin(lock.NewDB(srv.Client(t))).Pause(t.Context(), "nightly"); err != nil {
 		t.Errorf("Pause of an announced job = %v", err)
 	}
 }
@@ -595,7 +595,7 @@ func TestClockSkew(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			skews := make(chan time.Duration, 1)
 			var logs records
-			job := &leasedJob{testJob: testJob{name: "skew-" + tc.name, every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))}}
+			job := &leasedJob{testJob: testJob{name: "skew-" + tc.name, every: interval.AtLeast(time.Hour)}, lease: cron.LeaseConfig{DB: lock.NewDB(srv.Client(t))}}
 			rt, err := cron.Start([]cron.Job{job},
 				cron.WithClock(func() time.Time { return time.Now().Add(tc.offset) }),
 				cron.WithLogger(slog.New(&logs)),
@@ -620,21 +620,21 @@ func TestClockSkew(t *testing.T) {
 	}
 }
 
-// TestRecordRunNowThroughDbOptions checks that run-now requests reach a
-// job whose Db was made with options (an observer of lock operations):
+// TestRecordRunNowThroughDBOptions checks that run-now requests reach a
+// job whose DB was made with options (an observer of lock operations):
 // the runtime subscribes through the caller's own client beneath them.
-// It once looked for Subscribe on the Db's wrapper, found none, and left
+// It once looked for Subscribe on the DB's wrapper, found none, and left
 // requests to the next tick, an hour away here.
-func TestRecordRunNowThroughDbOptions(t *testing.T) {
+func TestRecordRunNowThroughDBOptions(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
-	startReplicas(t, srv, 1, func(replica string, _ lock.Db) cron.Job {
-		db := lock.NewDb(srv.Client(t), lock.WithObserver(func(lock.Event) {}))
-		return &leasedJob{testJob: testJob{name: "observed", every: interval.AtLeast(time.Hour), process: log.work(replica, nil)}, lease: cron.LeaseConfig{Db: db}}
+	startReplicas(t, srv, 1, func(replica string, _ lock.DB) cron.Job {
+		db := lock.NewDB(srv.Client(t), lock.WithObserver(func(lock.Event) {}))
+		return &leasedJob{testJob: testJob{name: "observed", every: interval.AtLeast(time.Hour), process: log.work(replica, nil)}, lease: cron.LeaseConfig{DB: db}}
 	})
 	log.next(t, "the startup run")
-	waitStatus(t, lock.NewDb(srv.Client(t)), "observed", func(st cron.JobStatus) bool { return st.Last != nil })
-	if err := cron.NewAdmin(lock.NewDb(srv.Client(t))).RunNow(t.Context(), "observed"); err != nil {
+	waitStatus(t, lock.NewDB(srv.Client(t)), "observed", func(st cron.JobStatus) bool { return st.Last != nil })
+	if err := cron.NewAdmin(lock.NewDB(srv.Client(t))).RunNow(t.Context(), "observed"); err != nil {
 		t.Fatal(err)
 	}
 	if r := log.next(t, "the requested run"); r.tick.Trigger != cron.TriggerRequest {
@@ -646,7 +646,7 @@ func TestRecordRunNowThroughDbOptions(t *testing.T) {
 // back-off runs past its slot's claim window gets no retry, and the
 // replica says so at Warn instead of dropping the retry in silence.
 func TestRetryPastSlotEndWarned(t *testing.T) {
-	db := lock.NewDb(redistest.Start(t).Client(t))
+	db := lock.NewDB(redistest.Start(t).Client(t))
 	var logs records
 	failed := make(chan struct{}, 10)
 	job := &leasedJob{
@@ -657,7 +657,7 @@ func TestRetryPastSlotEndWarned(t *testing.T) {
 		}},
 		// The slot's lease ends 11/12 of a second after the tick; the
 		// retry would be due 300 ms + 800 ms after it.
-		lease: cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 800 * time.Millisecond},
+		lease: cron.LeaseConfig{DB: db, Attempts: 2, Backoff: 800 * time.Millisecond},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithLogger(slog.New(&logs)))
 	if err != nil {

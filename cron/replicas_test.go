@@ -57,7 +57,7 @@ func everySecondReplicas(t *testing.T, srv *redistest.Server, n int, log *jobLog
 		counts = append(counts, cc)
 		job := &leasedJob{
 			testJob: testJob{name: "each-second", every: interval.MustCron("* * * * * *"), process: log.work(name, nil)},
-			lease:   cron.LeaseConfig{Db: lock.NewDb(c)},
+			lease:   cron.LeaseConfig{DB: lock.NewDB(c)},
 		}
 		rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name))
 		if err != nil {
@@ -119,7 +119,7 @@ func TestReplicasRegistry(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
 	everySecondReplicas(t, srv, 2, log)
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	got := waitReplicas(t, admin, "r0", "r1")
 	if got[0].Group == "" || got[0].Group != got[1].Group {
 		t.Errorf("groups %q and %q, want one", got[0].Group, got[1].Group)
@@ -131,7 +131,7 @@ func TestReplicasRegistry(t *testing.T) {
 	}
 	other, err := cron.Start([]cron.Job{&leasedJob{
 		testJob: testJob{name: "other", every: interval.MustCron("0 * * * *"), process: func(context.Context, cron.Tick) error { return nil }},
-		lease:   cron.LeaseConfig{Db: lock.NewDb(srv.Client(t))},
+		lease:   cron.LeaseConfig{DB: lock.NewDB(srv.Client(t))},
 	}}, cron.WithReplica("x0"))
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestOwnerClaimsOthersLook(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
 	counts := everySecondReplicas(t, srv, 3, log)
-	waitReplicas(t, cron.NewAdmin(lock.NewDb(srv.Client(t))), "r0", "r1", "r2")
+	waitReplicas(t, cron.NewAdmin(lock.NewDB(srv.Client(t))), "r0", "r1", "r2")
 	time.Sleep(1500 * time.Millisecond) // a beat more: every replica knows the three
 	from := time.Now()
 	var scripts0, looks0 int
@@ -197,7 +197,7 @@ func TestOwnerGoneTakenOver(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
 	everySecondReplicas(t, srv, 2, log)
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	got := waitReplicas(t, admin, "r0", "r1")
 	key := "@@wakuwaku-cron:replicas:{" + got[0].Group + "}"
 	c := srv.Client(t)
@@ -244,7 +244,7 @@ func TestBeatRefusedWarnsOnce(t *testing.T) {
 	rec := newJobLog()
 	job := &leasedJob{
 		testJob: testJob{name: "each-second", every: interval.MustCron("* * * * * *"), process: rec.work("r0", nil)},
-		lease:   cron.LeaseConfig{Db: lock.NewDb(c)},
+		lease:   cron.LeaseConfig{DB: lock.NewDB(c)},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("r0"), cron.WithLogger(slog.New(&log)))
 	if err != nil {

@@ -113,32 +113,32 @@ func scriptKeys(args []any) []string {
 	return keys
 }
 
-// replicatedDb returns a Db over srv that waits for one replica, 20 ms at
+// replicatedDB returns a DB over srv that waits for one replica, 20 ms at
 // most, whose WAITs a answers; ack nil acknowledges every one.
-func replicatedDb(t *testing.T, srv *redistest.Server, ack func(n int, kind string, keys []string, arg string) bool) (lock.Db, *acks) {
+func replicatedDB(t *testing.T, srv *redistest.Server, ack func(n int, kind string, keys []string, arg string) bool) (lock.DB, *acks) {
 	if ack == nil {
 		ack = func(int, string, []string, string) bool { return true }
 	}
 	a := &acks{t: t, ack: ack, byKind: make(map[string]int)}
 	c := srv.Client(t)
 	c.AddHook(a)
-	return lock.NewDb(c, lock.WithReplicas(1, 20*time.Millisecond)), a
+	return lock.NewDB(c, lock.WithReplicas(1, 20*time.Millisecond)), a
 }
 
 // startReplicated starts one runtime of an hourly leased job over db,
 // with a run lease of 2 s, and returns the job's runs, the observer's
 // events and the log.
-func startReplicated(t *testing.T, db lock.Db, name string, do func(context.Context, cron.Tick) error) (*jobLog, *events, *records) {
+func startReplicated(t *testing.T, db lock.DB, name string, do func(context.Context, cron.Tick) error) (*jobLog, *events, *records) {
 	return startReplicatedTTL(t, db, name, 2*time.Second, do)
 }
 
 // startReplicatedTTL is startReplicated with a run lease of runTTL.
-func startReplicatedTTL(t *testing.T, db lock.Db, name string, runTTL time.Duration, do func(context.Context, cron.Tick) error) (*jobLog, *events, *records) {
+func startReplicatedTTL(t *testing.T, db lock.DB, name string, runTTL time.Duration, do func(context.Context, cron.Tick) error) (*jobLog, *events, *records) {
 	t.Helper()
 	log, ev, logs := newJobLog(), &events{}, &records{}
 	job := &leasedJob{
 		testJob: testJob{name: name, every: interval.AtLeast(time.Hour), process: log.work("r0", do)},
-		lease:   cron.LeaseConfig{Db: db, RunTTL: runTTL},
+		lease:   cron.LeaseConfig{DB: db, RunTTL: runTTL},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("r0"), cron.WithObserver(ev.observer()), cron.WithLogger(slog.New(logs)))
 	if err != nil {
@@ -153,10 +153,10 @@ func startReplicatedTTL(t *testing.T, db lock.Db, name string, runTTL time.Durat
 // and a run that the replicas acknowledged runs once.
 func TestReplicationWaitsForReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	db, a := replicatedDb(t, srv, nil)
+	db, a := replicatedDB(t, srv, nil)
 	log, _, _ := startReplicated(t, db, "acked", nil)
 	log.next(t, "the startup run")
-	waitStatus(t, lock.NewDb(srv.Client(t)), "acked", func(st cron.JobStatus) bool { return st.Last != nil })
+	waitStatus(t, lock.NewDB(srv.Client(t)), "acked", func(st cron.JobStatus) bool { return st.Last != nil })
 	a.waitFor(t, "completion", 1)
 	if n := a.count("claim or heartbeat"); n != 1 {
 		t.Errorf("WAITs after a claim or heartbeat: %d, want 1 (the claim)", n)
@@ -174,7 +174,7 @@ func TestReplicationWaitsForReplicas(t *testing.T) {
 // acknowledged (R17), and only then.
 func TestReplicationClaimConfirmed(t *testing.T) {
 	srv := redistest.Start(t)
-	db, a := replicatedDb(t, srv, func(n int, _ string, _ []string, _ string) bool { return n >= 2 })
+	db, a := replicatedDB(t, srv, func(n int, _ string, _ []string, _ string) bool { return n >= 2 })
 	log, _, _ := startReplicated(t, db, "confirmed", nil)
 	r := log.next(t, "the startup run, once a heartbeat is acknowledged")
 	if got := a.count("claim or heartbeat"); got != 3 {
@@ -190,7 +190,7 @@ func TestReplicationClaimConfirmed(t *testing.T) {
 // skipped with ReasonNotReplicated, at Warn.
 func TestReplicationClaimNeverAcknowledged(t *testing.T) {
 	srv := redistest.Start(t)
-	db, _ := replicatedDb(t, srv, func(int, string, []string, string) bool { return false })
+	db, _ := replicatedDB(t, srv, func(int, string, []string, string) bool { return false })
 	log, ev, logs := startReplicated(t, db, "unacked", nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(ev.of("skipped")) == 0 && time.Now().Before(deadline) {
@@ -214,7 +214,7 @@ func TestReplicationClaimLostInFailover(t *testing.T) {
 	raw := srv.Client(t)
 	var once sync.Once
 	claims := 0
-	db, _ := replicatedDb(t, srv, func(_ int, _ string, keys []string, mode string) bool {
+	db, _ := replicatedDB(t, srv, func(_ int, _ string, keys []string, mode string) bool {
 		if mode == "tick" {
 			claims++
 		}
@@ -247,7 +247,7 @@ func TestReplicationCompletionSentAgain(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	completions := 0
-	db, a := replicatedDb(t, srv, func(_ int, kind string, _ []string, _ string) bool {
+	db, a := replicatedDB(t, srv, func(_ int, kind string, _ []string, _ string) bool {
 		if kind == "completion" {
 			completions++
 			return completions > 1
@@ -258,7 +258,7 @@ func TestReplicationCompletionSentAgain(t *testing.T) {
 	log.next(t, "the startup run")
 	a.waitFor(t, "completion", 2)
 	wantRecord(t, logs, "cron job's run was recorded, but not acknowledged by enough replicas; recording it again", 1, slog.LevelWarn)
-	st := waitStatus(t, lock.NewDb(raw), "completion", func(st cron.JobStatus) bool { return st.Last != nil })
+	st := waitStatus(t, lock.NewDB(raw), "completion", func(st cron.JobStatus) bool { return st.Last != nil })
 	if st.Last.Outcome != "ok" || st.SlotState != "done" {
 		t.Errorf("status: last %+v, slot %q; want ok and done", st.Last, st.SlotState)
 	}
@@ -275,10 +275,10 @@ func TestReplicationCompletionSentAgain(t *testing.T) {
 // acknowledge fails with lock.ErrNotReplicated, and the master has it.
 func TestReplicationAdmin(t *testing.T) {
 	srv := redistest.Start(t)
-	good, _ := replicatedDb(t, srv, nil)
+	good, _ := replicatedDB(t, srv, nil)
 	log, _, _ := startReplicated(t, good, "operated", nil)
 	log.next(t, "the startup run")
-	short, a := replicatedDb(t, srv, func(int, string, []string, string) bool { return false })
+	short, a := replicatedDB(t, srv, func(int, string, []string, string) bool { return false })
 	admin := cron.NewAdmin(short)
 	if err := admin.Pause(t.Context(), "operated"); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Errorf("Pause = %v, want lock.ErrNotReplicated", err)
@@ -286,7 +286,7 @@ func TestReplicationAdmin(t *testing.T) {
 	if n := a.count("control"); n != 1 {
 		t.Errorf("WAITs after a control script: %d, want 1", n)
 	}
-	st := waitStatus(t, lock.NewDb(srv.Client(t)), "operated", func(cron.JobStatus) bool { return true })
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "operated", func(cron.JobStatus) bool { return true })
 	if !st.Paused {
 		t.Error("the master lost the pause")
 	}
@@ -303,7 +303,7 @@ func TestReplicationNeedsOneConnection(t *testing.T) {
 	t.Cleanup(func() { ring.Close() })
 	job := &leasedJob{
 		testJob: testJob{name: "ring", every: interval.AtLeast(time.Hour)},
-		lease:   cron.LeaseConfig{Db: lock.NewDb(ring, lock.WithReplicas(1, time.Second))},
+		lease:   cron.LeaseConfig{DB: lock.NewDB(ring, lock.WithReplicas(1, time.Second))},
 	}
 	_, err := cron.Start([]cron.Job{job})
 	if !errors.Is(err, cron.ErrInvalidJob) || !strings.Contains(err.Error(), "*redis.Ring") {
@@ -323,7 +323,7 @@ func TestReplicationRealReplica(t *testing.T) {
 	redistest.WaitReplicas(t, master, 1)
 	// A replica on a busy machine can take a while to answer: a WAIT of
 	// up to 500 ms, and 3 s (half the run lease) to confirm a claim.
-	db := lock.NewDb(master.Client(t), lock.WithReplicas(1, 500*time.Millisecond))
+	db := lock.NewDB(master.Client(t), lock.WithReplicas(1, 500*time.Millisecond))
 	log, ev, logs := startReplicatedTTL(t, db, "real", 6*time.Second, nil)
 	defer func() {
 		if t.Failed() {
@@ -351,8 +351,8 @@ func TestReplicationRealReplica(t *testing.T) {
 			t.Errorf("the replica has neither the run (%q, %v) nor its end (%q, %v)", v, err, last, lerr)
 		}
 	}
-	admin := cron.NewAdmin(lock.NewDb(master.Client(t)))
-	waitStatus(t, lock.NewDb(master.Client(t)), "real", func(st cron.JobStatus) bool { return st.Last != nil })
+	admin := cron.NewAdmin(lock.NewDB(master.Client(t)))
+	waitStatus(t, lock.NewDB(master.Client(t)), "real", func(st cron.JobStatus) bool { return st.Last != nil })
 
 	replica.Pause(t)
 	if err := admin.RunNow(ctx, "real"); err != nil {
@@ -371,7 +371,7 @@ func TestReplicationRealReplica(t *testing.T) {
 	replica.Resume(t)
 	// The unacknowledged claim's run lease (2 s) lapses; then a request
 	// runs.
-	st := waitStatus(t, lock.NewDb(master.Client(t)), "real", func(cron.JobStatus) bool { return true })
+	st := waitStatus(t, lock.NewDB(master.Client(t)), "real", func(cron.JobStatus) bool { return true })
 	if st.Running != nil {
 		time.Sleep(time.Until(st.Running.Deadline) + 100*time.Millisecond)
 	}

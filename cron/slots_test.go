@@ -122,7 +122,7 @@ func TestWithoutStartupRun(t *testing.T) {
 // ran every slot.)
 func TestEveryAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	var runs list[string]
 	replica := func(name string) *cron.Runtime {
 		job := &leasedJob{
@@ -132,7 +132,7 @@ func TestEveryAcrossReplicas(t *testing.T) {
 				runs.add(fmt.Sprintf("%d:%s", window, name))
 				return nil
 			}},
-			lease: cron.LeaseConfig{Db: db},
+			lease: cron.LeaseConfig{DB: db},
 		}
 		rt, err := cron.Start([]cron.Job{job})
 		if err != nil {
@@ -179,14 +179,14 @@ func TestEveryAcrossReplicas(t *testing.T) {
 // already ran, and is skipped.
 func TestRestartWithinSlot(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ran := make(chan cron.Tick, 4)
 	job := &leasedJob{
 		testJob: testJob{name: "hourly-grid", every: interval.MustCron("@every 1h"), process: func(_ context.Context, tick cron.Tick) error {
 			ran <- tick
 			return nil
 		}},
-		lease: cron.LeaseConfig{Db: db},
+		lease: cron.LeaseConfig{DB: db},
 	}
 	rt, err := cron.Start([]cron.Job{job})
 	if err != nil {
@@ -242,7 +242,7 @@ func TestLeaseTakenLate(t *testing.T) {
 			ran <- tick
 			return nil
 		}},
-		lease: cron.LeaseConfig{Db: lock.NewDb(client)},
+		lease: cron.LeaseConfig{DB: lock.NewDB(client)},
 	}
 	rt, err := cron.Start([]cron.Job{job}, cron.WithObserver(sk.observer()))
 	if err != nil {

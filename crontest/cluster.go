@@ -555,7 +555,7 @@ func (c *Cluster) RedisRestart(down time.Duration) {
 
 // Client returns a client of the cluster's Redis that no fault reaches:
 // for the test's own reads, and for an operator's commands
-// (cron.NewAdmin(lock.NewDb(c.Client()))). Every call returns the same
+// (cron.NewAdmin(lock.NewDB(c.Client()))). Every call returns the same
 // client, which the cluster closes at tb's cleanup. Its WAITs are
 // answered as the replicas' are (see [Cluster.RedisFailover]).
 func (c *Cluster) Client() *redis.Client {

@@ -24,13 +24,13 @@ var hourly = interval.MustCron("CRON_TZ=UTC 0 * * * *")
 
 // report is a leased hourly job made from a type: its runs take work.
 type report struct {
-	db   lock.Db
+	db   lock.DB
 	work time.Duration
 }
 
 func (r *report) Name() string                { return "report" }
 func (r *report) Interval() interval.Interval { return hourly }
-func (r *report) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: r.db} }
+func (r *report) Lease() cron.LeaseConfig     { return cron.LeaseConfig{DB: r.db} }
 
 func (r *report) Process(ctx context.Context, _ cron.Tick) error { return work(ctx, r.work) }
 
@@ -62,7 +62,7 @@ var jobKinds = []struct {
 	{
 		name: "type",
 		leased: func(d time.Duration) func(*redis.Client) []cron.Job {
-			return func(rdb *redis.Client) []cron.Job { return []cron.Job{&report{db: lock.NewDb(rdb), work: d}} }
+			return func(rdb *redis.Client) []cron.Job { return []cron.Job{&report{db: lock.NewDB(rdb), work: d}} }
 		},
 		unleased: func(d time.Duration) func(*redis.Client) []cron.Job {
 			return func(*redis.Client) []cron.Job { return []cron.Job{&unleased{work: d}} }
@@ -73,7 +73,7 @@ var jobKinds = []struct {
 		leased: func(d time.Duration) func(*redis.Client) []cron.Job {
 			return func(rdb *redis.Client) []cron.Job {
 				return []cron.Job{cron.Func("report", hourly, func(ctx context.Context, _ cron.Tick) error { return work(ctx, d) },
-					cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb)}))}
+					cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(rdb)}))}
 			}
 		},
 		unleased: func(d time.Duration) func(*redis.Client) []cron.Job {
@@ -131,7 +131,7 @@ func checkAll(t *testing.T, c *Cluster, job string, from, to time.Time) {
 func TestLeaseExpiresOnFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(t, 1, func(*redis.Client) []cron.Job { return nil })
-		db := lock.NewDb(c.Client())
+		db := lock.NewDB(c.Client())
 		l := lock.New[string]("test", 55*time.Minute)
 		ctx := t.Context()
 		if tok, err := l.TryLock(ctx, db, "a"); tok == nil || err != nil {
@@ -206,7 +206,7 @@ func TestKill(t *testing.T) {
 				// The killed run holds the job under its run lease, which
 				// nobody extends any more: the record says so, and then
 				// that the run was lost.
-				admin := cron.NewAdmin(lock.NewDb(c.Client()))
+				admin := cron.NewAdmin(lock.NewDB(c.Client()))
 				st, err := admin.Status(t.Context(), "report")
 				if err != nil || st.Running == nil || st.Running.Replica != name {
 					t.Errorf("Status(report) after the kill = %+v, %v; want a run in progress on %s", st.Running, err, name)
@@ -549,7 +549,7 @@ func TestSucceededOncePerSlot(t *testing.T) {
 			}
 			var opts []cron.FuncOption
 			if leased {
-				opts = append(opts, cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb), Attempts: attempts, Backoff: time.Minute}))
+				opts = append(opts, cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(rdb), Attempts: attempts, Backoff: time.Minute}))
 			}
 			return []cron.Job{cron.Func("report", hourly, run, opts...)}
 		}

@@ -18,7 +18,7 @@
 //		synctest.Test(t, func(t *testing.T) {
 //			start := time.Now()
 //			c := crontest.New(t, 3, func(rdb *redis.Client) []cron.Job {
-//				return []cron.Job{NewHourlyReport(lock.NewDb(rdb))}
+//				return []cron.Job{NewHourlyReport(lock.NewDB(rdb))}
 //			})
 //			time.Sleep(24 * time.Hour)
 //			c.Kill(1)

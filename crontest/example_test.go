@@ -30,7 +30,7 @@ func hourlyReport(rdb *redis.Client) []cron.Job {
 		}
 	}
 	return []cron.Job{cron.Func("hourly-report", interval.MustCron("CRON_TZ=UTC 0 * * * *"), build,
-		cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb)}))}
+		cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(rdb)}))}
 }
 
 // This example tests a leased hourly job on three replicas for a week of
@@ -103,7 +103,7 @@ func ExampleCluster_SucceededOncePerSlot() {
 		}
 		c := crontest.New(t, 3, func(rdb *redis.Client) []cron.Job {
 			return []cron.Job{cron.Func("sync", interval.MustCron("CRON_TZ=UTC 0 * * * *"), flaky,
-				cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb), Attempts: 2, Backoff: time.Minute}))}
+				cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(rdb), Attempts: 2, Backoff: time.Minute}))}
 		})
 		time.Sleep(24*time.Hour - time.Second)
 		c.SucceededOncePerSlot(t, "sync")

@@ -21,7 +21,7 @@ func TestRollingAdd(t *testing.T) {
 		time.Sleep(30 * time.Minute)
 		t0 := time.Now()
 		c := New(t, 3, func(*redis.Client) []cron.Job { return nil }, WithClockOffsets(0, time.Second, -2*time.Second))
-		job := func(rdb *redis.Client) cron.Job { return &report{db: lock.NewDb(rdb), work: 10 * time.Minute} }
+		job := func(rdb *redis.Client) cron.Job { return &report{db: lock.NewDB(rdb), work: 10 * time.Minute} }
 		c.Add(job, 0)
 		time.Sleep(3 * time.Hour)
 		c.Add(job, 1, 2)
@@ -54,7 +54,7 @@ func TestRollingAdd(t *testing.T) {
 func TestRemoveEverywhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(t, 2, func(rdb *redis.Client) []cron.Job {
-			return []cron.Job{&report{db: lock.NewDb(rdb), work: 10 * time.Minute}}
+			return []cron.Job{&report{db: lock.NewDB(rdb), work: 10 * time.Minute}}
 		})
 		time.Sleep(time.Hour + 5*time.Minute)
 		removed := time.Now()

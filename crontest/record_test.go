@@ -19,7 +19,7 @@ import (
 func recorded(every interval.Interval, d time.Duration, lease cron.LeaseConfig) func(*redis.Client) []cron.Job {
 	return func(rdb *redis.Client) []cron.Job {
 		l := lease
-		l.Db = lock.NewDb(rdb)
+		l.DB = lock.NewDB(rdb)
 		return []cron.Job{cron.Func("report", every, func(ctx context.Context, _ cron.Tick) error { return work(ctx, d) }, cron.WithLease(l))}
 	}
 }
@@ -69,7 +69,7 @@ func TestKilledRunRetried(t *testing.T) {
 		if d := retry.Start.Sub(killed); d <= 0 || d > time.Minute+time.Millisecond {
 			t.Errorf("the retry started %v after the kill, want within the run lease, 1m (and 1ms)", d)
 		}
-		st, err := cron.NewAdmin(lock.NewDb(c.Client())).Status(t.Context(), "report")
+		st, err := cron.NewAdmin(lock.NewDB(c.Client())).Status(t.Context(), "report")
 		if err != nil || st.SlotState != "done" || st.Attempts != 2 || st.LastFailure == nil || st.LastFailure.Outcome != "lost" {
 			t.Errorf("Status = slot %q after %d attempts, last failure %+v, %v; want done after 2, the killed run lost", st.SlotState, st.Attempts, st.LastFailure, err)
 		}
@@ -98,7 +98,7 @@ func TestKilledRunAtMostOnce(t *testing.T) {
 func TestPauseRunNowResume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := New(t, 3, recorded(hourly, time.Minute, cron.LeaseConfig{}))
-		admin := cron.NewAdmin(lock.NewDb(c.Client()))
+		admin := cron.NewAdmin(lock.NewDB(c.Client()))
 		time.Sleep(30 * time.Minute)
 		if err := admin.Pause(t.Context(), "report"); err != nil {
 			t.Fatal(err)

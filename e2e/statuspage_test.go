@@ -88,8 +88,8 @@ func service(t *testing.T, srv *redistest.Server) cron.Admin {
 	var once sync.Once
 	hour := interval.AtLeast(time.Hour)
 	for _, replica := range []string{"replica-1", "replica-2", "replica-3"} {
-		db := lock.NewDb(srv.Client(t))
-		leased := cron.WithLease(cron.LeaseConfig{Db: db})
+		db := lock.NewDB(srv.Client(t))
+		leased := cron.WithLease(cron.LeaseConfig{DB: db})
 		jobs := []cron.Job{
 			cron.Func("hourly-report", hour, func(ctx context.Context, _ cron.Tick) error {
 				return sleep(ctx, 150*time.Millisecond)
@@ -116,7 +116,7 @@ func service(t *testing.T, srv *redistest.Server) cron.Admin {
 		t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
 	}
 	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the shutdowns
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	for job, ok := range map[string]func(cron.JobStatus) bool{
 		"hourly-report": func(st cron.JobStatus) bool { return st.Last != nil },
 		"invoice-sweep": func(st cron.JobStatus) bool { return st.Last != nil },

@@ -40,9 +40,9 @@ func busyService(t *testing.T, srv *redistest.Server, want int) cron.Admin {
 	t.Helper()
 	second, twoSeconds := interval.MustCron("@every 1s"), interval.MustCron("@every 2s")
 	for _, replica := range []string{"replica-1", "replica-2", "replica-3"} {
-		db := lock.NewDb(srv.Client(t))
+		db := lock.NewDB(srv.Client(t))
 		lease := func(l cron.LeaseConfig) cron.FuncOption {
-			l.Db = db
+			l.DB = db
 			return cron.WithLease(l)
 		}
 		jobs := []cron.Job{
@@ -81,7 +81,7 @@ func busyService(t *testing.T, srv *redistest.Server, want int) cron.Admin {
 		}
 		t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
 	}
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	waitHistory(t, admin, want, "hourly-report", "invoice-sweep", "ledger-sync", "search-index", "nightly-export")
 	return admin
 }

@@ -29,12 +29,12 @@ import (
 // type. acquire then sends lockScript, which takes the lock the same way
 // through the client's ordinary path: it follows redirections, works on
 // every server and reports the error of a key of another type as an error.
-// After an ERR reply the Db sends lockScript at once from then on, so an old
+// After an ERR reply the DB sends lockScript at once from then on, so an old
 // server costs one extra round trip once.
 //
-// A Db with WithReplicas sends lockScript and its WAIT in one pipeline: see
+// A DB with WithReplicas sends lockScript and its WAIT in one pipeline: see
 // runWait.
-func (d Db) acquire(ctx context.Context, t *Token, ms any) (int64, error) {
+func (d DB) acquire(ctx context.Context, t *Token, ms any) (int64, error) {
 	if w, ok := d.c.(*wrapped); (ok && w.replicas > 0) || (d.script != nil && d.script.Load()) {
 		return lockScript.run(ctx, d.c, &t.key, nil, &t.value, ms)
 	}

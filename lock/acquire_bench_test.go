@@ -44,7 +44,7 @@ func BenchmarkAcquireWays(b *testing.B) {
 	rawRelease.Load(ctx, c)
 	const value = "0123456789abcdef"
 
-	ours := map[string]lock.Db{"set-nx-get": lock.NewDb(c), "script": lock.ScriptAcquires(lock.NewDb(c))}
+	ours := map[string]lock.DB{"set-nx-get": lock.NewDB(c), "script": lock.ScriptAcquires(lock.NewDB(c))}
 	measure := func(b *testing.B, op func(i int)) {
 		op(-1) // the connection and the scripts' cache, before the clock
 		before := serverUsec(b, c)
@@ -81,7 +81,7 @@ func BenchmarkAcquireWays(b *testing.B) {
 			})
 		})
 		b.Run("busy/"+way, func(b *testing.B) {
-			held, err := l.TryLock(ctx, lock.NewDb(c), 1<<20)
+			held, err := l.TryLock(ctx, lock.NewDB(c), 1<<20)
 			if held == nil || err != nil {
 				b.Fatalf("TryLock = %v, %v", held, err)
 			}

@@ -52,7 +52,7 @@ func takesNXGet(t *testing.T, c redis.Cmdable) bool {
 // redis-server, and its fallback to the script: a free lock is taken, a
 // busy one is not, a key holding the token already (a retry after a lost
 // reply) counts as taken; a server that refuses the command is sent the
-// script, once per acquire until the Db remembers; a key of another type
+// script, once per acquire until the DB remembers; a key of another type
 // is an error, not a busy lock.
 func TestAcquire(t *testing.T) {
 	srv := redistest.Start(t)
@@ -61,7 +61,7 @@ func TestAcquire(t *testing.T) {
 	l := lock.New[string]("acquire", 30*time.Second)
 
 	t.Run("free, busy, own token", func(t *testing.T) {
-		db := lock.NewDb(c)
+		db := lock.NewDB(c)
 		tok, err := l.TryLock(ctx, db, "a")
 		if tok == nil || err != nil {
 			t.Fatalf("TryLock on a free name = %v, %v; want a token", tok, err)
@@ -82,7 +82,7 @@ func TestAcquire(t *testing.T) {
 		// The wrapper sends each acquire twice, as a client does that
 		// lost the first reply and retried: the second attempt finds the
 		// key holding its own token.
-		db := lock.NewDb(twice{c})
+		db := lock.NewDB(twice{c})
 		tok, err := l.TryLock(ctx, db, "retried")
 		if tok == nil || err != nil {
 			t.Fatalf("TryLock sent twice = %v, %v; want a token", tok, err)
@@ -94,7 +94,7 @@ func TestAcquire(t *testing.T) {
 
 	t.Run("old server", func(t *testing.T) {
 		old := &oldServer{c: c}
-		db := lock.NewDb(old)
+		db := lock.NewDB(old)
 		narrowed := db.Only(l)
 		tok, err := l.TryLock(ctx, narrowed, "old")
 		if tok == nil || err != nil {
@@ -103,7 +103,7 @@ func TestAcquire(t *testing.T) {
 		if again, err := l.TryLock(ctx, db, "old"); again != nil || err != nil {
 			t.Errorf("second TryLock over an old server = %v, %v; want nil, nil", again, err)
 		}
-		// The first acquire met the refusal; the Db and the one narrowed
+		// The first acquire met the refusal; the DB and the one narrowed
 		// from it remember, so the second went straight to the script.
 		if n := old.refused.Load(); n != 1 {
 			t.Errorf("SET … NX GET refused %d times; want 1", n)
@@ -111,17 +111,17 @@ func TestAcquire(t *testing.T) {
 		if ok, err := tok.Release(ctx); !ok || err != nil {
 			t.Errorf("Release = %v, %v; want true", ok, err)
 		}
-		// A Db of its own over the same client learns it again.
-		if tok, err := l.TryLock(ctx, lock.NewDb(old), "old"); tok == nil || err != nil {
-			t.Errorf("TryLock through a new Db = %v, %v; want a token", tok, err)
+		// A DB of its own over the same client learns it again.
+		if tok, err := l.TryLock(ctx, lock.NewDB(old), "old"); tok == nil || err != nil {
+			t.Errorf("TryLock through a new DB = %v, %v; want a token", tok, err)
 		}
 		if n := old.refused.Load(); n != 2 {
-			t.Errorf("SET … NX GET refused %d times after a new Db; want 2", n)
+			t.Errorf("SET … NX GET refused %d times after a new DB; want 2", n)
 		}
 	})
 
 	t.Run("key of another type", func(t *testing.T) {
-		db := lock.NewDb(c)
+		db := lock.NewDB(c)
 		key := l.Key("wrongtype")
 		if err := c.RPush(ctx, key, "x").Err(); err != nil {
 			t.Fatal(err)
@@ -135,13 +135,13 @@ func TestAcquire(t *testing.T) {
 		cnt := &cmdNames{}
 		c2 := srv.Client(t)
 		c2.AddHook(cnt)
-		db2 := lock.NewDb(c2)
+		db2 := lock.NewDB(c2)
 		l.TryLock(ctx, db2, "wrongtype")
 		tok, err = l.TryLock(ctx, db2, "free")
 		if tok == nil || err != nil {
 			t.Fatalf("TryLock(free) = %v, %v", tok, err)
 		}
-		// On Redis 6.2 the Db learned from its first acquire that the
+		// On Redis 6.2 the DB learned from its first acquire that the
 		// server refuses SET … NX GET, and acquires by the script since.
 		want := "set"
 		if !takesNXGet(t, c) {
@@ -178,7 +178,7 @@ func TestAcquireAfterMigration(t *testing.T) {
 	cnt := &cmdNames{}
 	c.AddHook(cnt)
 	ctx := t.Context()
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	l := lock.New[string]("migrated", 30*time.Second)
 
 	tok, err := l.TryLock(ctx, db, "before")
@@ -198,7 +198,7 @@ func TestAcquireAfterMigration(t *testing.T) {
 	sent := cnt.names()[before:]
 	// The script goes by SHA first; the new master may not have it cached
 	// yet and answer NOSCRIPT, and then it goes in full. On Redis 6.2 the
-	// Db learned before the migration that the server refuses SET … NX
+	// DB learned before the migration that the server refuses SET … NX
 	// GET, and sends only the script.
 	if !takesNXGet(t, c) {
 		if len(sent) < 1 || sent[0] != "evalsha" {

@@ -31,7 +31,7 @@ import (
 // counts the names that failed and wraps the first failure: those names
 // have nil, though their lock may have been taken (a lost reply) and is then
 // left to its lease.
-func (l Lock[N]) TryLockMany(ctx context.Context, db Db, names []N) ([]*Token, error) {
+func (l Lock[N]) TryLockMany(ctx context.Context, db DB, names []N) ([]*Token, error) {
 	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (l Lock[N]) TryLockMany(ctx context.Context, db Db, names []N) ([]*Token, e
 // names), and reports for each, in order, whether it still held its lock.
 // Nil tokens, which TryLockMany returns for busy names, are skipped and
 // reported false, so its result can be passed as it is. Tokens of different
-// Db clients are sent client by client. The error is as for TryLockMany:
+// DB clients are sent client by client. The error is as for TryLockMany:
 // tokens whose node failed are reported false, and their leases end.
 func ReleaseMany(ctx context.Context, tokens []*Token) ([]bool, error) {
 	return manyTokens(ctx, tokens, unlockMany, false)
@@ -209,7 +209,7 @@ type batch struct {
 // TryLockMany), and returns each key's integer answer and error. A call's
 // KEYS are its keys; its ARGV, each key's per arguments from args in key
 // order, then tail unless it is nil. s answers an array with an integer per
-// key. When write is set and the Db waits for replicas, each call is
+// key. When write is set and the DB waits for replicas, each call is
 // followed by a WAIT on its connection, and the keys of a call that too few
 // replicas acknowledged get an error wrapping ErrNotReplicated, with their
 // answer kept, so that the caller can release what they took.

@@ -39,7 +39,7 @@ func names(from, n int) []uint64 {
 // checkBatch takes 100 names through db, 10 of them held already by someone
 // else, then extends and releases the tokens in batches, and checks each
 // name's key through raw.
-func checkBatch(t *testing.T, db lock.Db, raw redis.Cmdable) {
+func checkBatch(t *testing.T, db lock.DB, raw redis.Cmdable) {
 	t.Helper()
 	ctx := t.Context()
 	ns := names(1000, 100)
@@ -128,7 +128,7 @@ func TestManyOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	c, cnt := countedClient(t, srv)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ctx := t.Context()
 	// Warm up the connection and the scripts.
 	warm, _ := invoices.TryLockMany(ctx, db, []uint64{1})
@@ -178,13 +178,13 @@ func TestManyOnRedis(t *testing.T) {
 		}
 	})
 	t.Run("not permitted", func(t *testing.T) {
-		if _, err := invoices.TryLockMany(ctx, lock.NewDb(refusing{t}).Only(), ns); !errors.Is(err, lock.ErrNotPermitted) {
+		if _, err := invoices.TryLockMany(ctx, lock.NewDB(refusing{t}).Only(), ns); !errors.Is(err, lock.ErrNotPermitted) {
 			t.Errorf("error = %v, want ErrNotPermitted", err)
 		}
 	})
 	t.Run("observed", func(t *testing.T) {
 		rec := &recorder{}
-		odb := lock.NewDb(c, lock.WithObserver(rec.observe))
+		odb := lock.NewDB(c, lock.WithObserver(rec.observe))
 		toks, _ := invoices.TryLockMany(ctx, odb, []uint64{11, 11, 12})
 		lock.ReleaseMany(ctx, toks)
 		var got []string
@@ -261,7 +261,7 @@ func TestManyOnCluster(t *testing.T) {
 	cc := redis.NewClusterClient(opts)
 	t.Cleanup(func() { cc.Close() })
 	cc.OnNewNode(func(node *redis.Client) { node.AddHook(nc.hook(node.Options().Addr)) })
-	db := lock.NewDb(cc)
+	db := lock.NewDB(cc)
 	ctx := t.Context()
 	// Warm up: the slot map, a connection to each node, the scripts' caches.
 	warm, _ := invoices.TryLockMany(ctx, db, names(100000, 100))
@@ -311,7 +311,7 @@ func TestManyOnCluster(t *testing.T) {
 	})
 	t.Run("wrapped client falls back to a call per slot", func(t *testing.T) {
 		h := &hookClient{next: cc}
-		wdb := lock.NewDb(h)
+		wdb := lock.NewDB(h)
 		checkBatch(t, wdb, raw)
 	})
 	t.Run("slot moved", func(t *testing.T) {
@@ -368,7 +368,7 @@ func TestManyOnCluster(t *testing.T) {
 // servers older than Redis 7.
 func TestManyMini(t *testing.T) {
 	_, c := redistest.Mini(t)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ctx := t.Context()
 	first, _ := invoices.TryLock(ctx, db, 2)
 	toks, err := invoices.TryLockMany(ctx, db, []uint64{1, 2, 3})
@@ -394,7 +394,7 @@ type tagged struct {
 // can't be compared are released and extended, each apart, without a panic.
 func TestManyClientNotComparable(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(tagged{Client: srv.Client(t), tags: []string{"a"}})
+	db := lock.NewDB(tagged{Client: srv.Client(t), tags: []string{"a"}})
 	ctx := t.Context()
 	toks, err := invoices.TryLockMany(ctx, db, []uint64{1, 2})
 	if err != nil || toks[0] == nil || toks[1] == nil {

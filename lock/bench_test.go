@@ -44,7 +44,7 @@ func BenchmarkCycle(b *testing.B) {
 	})
 	b.Run("wakuwaku", func(b *testing.B) {
 		l := lock.New[int]("bench", 30*time.Second)
-		db := lock.NewDb(c)
+		db := lock.NewDB(c)
 		warm, _ := l.TryLock(ctx, db, -1)
 		warm.Release(ctx)
 		b.ReportAllocs()
@@ -62,7 +62,7 @@ func BenchmarkCycle(b *testing.B) {
 	})
 	b.Run("wakuwaku-rw-read", func(b *testing.B) {
 		l := lock.NewRW[int]("bench", 30*time.Second)
-		db := lock.NewDb(c)
+		db := lock.NewDB(c)
 		warm, _ := l.TryRead(ctx, db, -1)
 		warm.Release(ctx)
 		b.ReportAllocs()

@@ -28,7 +28,7 @@ func TestOnly(t *testing.T) {
 	reports := lock.New[string]("report", time.Minute)
 	shops := lock.NewRW[string]("catalog", time.Minute)
 	sameKeys := lock.New[int]("invoice", time.Second) // another Go type, the same keys as invoices
-	db := lock.NewDb(refusing{t}).Only(invoices, shops)
+	db := lock.NewDB(refusing{t}).Only(invoices, shops)
 
 	tests := []struct {
 		name string
@@ -60,9 +60,9 @@ func TestOnly(t *testing.T) {
 	}
 }
 
-// TestReadOnlyDoesNotCompile builds a snippet that passes a ReadOnlyDb to
+// TestReadOnlyDoesNotCompile builds a snippet that passes a ReadOnlyDB to
 // each lock operation and expects the compiler to refuse every call, and the
-// same snippet with a Db, which must compile.
+// same snippet with a DB, which must compile.
 func TestReadOnlyDoesNotCompile(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -98,14 +98,14 @@ func readOnlySnippet(ctx context.Context, db DBTYPE) {
 		out, err := exec.CommandContext(t.Context(), gobin, "build", "-overlay", ov, "-o", os.DevNull, ".").CombinedOutput()
 		return string(out), err
 	}
-	if out, err := build("Db"); err != nil {
-		t.Fatalf("the snippet with a Db does not compile: %v\n%s", err, out)
+	if out, err := build("DB"); err != nil {
+		t.Fatalf("the snippet with a DB does not compile: %v\n%s", err, out)
 	}
-	out, err := build("ReadOnlyDb")
+	out, err := build("ReadOnlyDB")
 	if err == nil {
-		t.Fatal("the snippet passing a ReadOnlyDb to lock operations compiles, want it refused")
+		t.Fatal("the snippet passing a ReadOnlyDB to lock operations compiles, want it refused")
 	}
-	if n := strings.Count(out, "cannot use db (variable of struct type ReadOnlyDb) as Db value"); n != 3 {
+	if n := strings.Count(out, "cannot use db (variable of struct type ReadOnlyDB) as DB value"); n != 3 {
 		t.Errorf("compiler refused %d of 3 calls; output:\n%s", n, out)
 	}
 }

@@ -45,7 +45,7 @@ func (ta *tally) report(t *testing.T, what string) {
 // contend runs fn in contenders goroutines, spread over dbs, for the spell
 // and then until every tally has enough acquisitions (a busy machine
 // starves some contenders), within contentionLimit.
-func contend(t *testing.T, dbs []lock.Db, tallies []*tally, fn func(ctx context.Context, db lock.Db, i int)) {
+func contend(t *testing.T, dbs []lock.DB, tallies []*tally, fn func(ctx context.Context, db lock.DB, i int)) {
 	ctx, cancel := context.WithTimeout(t.Context(), contentionLimit)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -88,11 +88,11 @@ wait:
 // hold stays in a critical section for a moment, so that overlaps would show.
 func hold() { time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond) }
 
-func lockContention(t *testing.T, dbs []lock.Db) {
+func lockContention(t *testing.T, dbs []lock.DB) {
 	l := lock.New[string]("contended", 10*time.Second)
 	var ta tally
 	var inside atomic.Int64
-	contend(t, dbs, []*tally{&ta}, func(ctx context.Context, db lock.Db, _ int) {
+	contend(t, dbs, []*tally{&ta}, func(ctx context.Context, db lock.DB, _ int) {
 		ta.attempts.Add(1)
 		tok, err := l.TryLock(ctx, db, "one")
 		if err != nil {
@@ -117,11 +117,11 @@ func lockContention(t *testing.T, dbs []lock.Db) {
 	ta.report(t, "Lock")
 }
 
-func rwContention(t *testing.T, dbs []lock.Db) {
+func rwContention(t *testing.T, dbs []lock.DB) {
 	l := lock.NewRW[string]("contended", 10*time.Second)
 	var reads, writes tally
 	var readers, writers atomic.Int64
-	contend(t, dbs, []*tally{&reads, &writes}, func(ctx context.Context, db lock.Db, i int) {
+	contend(t, dbs, []*tally{&reads, &writes}, func(ctx context.Context, db lock.DB, i int) {
 		release := context.WithoutCancel(ctx)
 		if i%4 == 0 { // 8 readers, 24 writers: readers starve writers otherwise
 			reads.attempts.Add(1)
@@ -169,12 +169,12 @@ func rwContention(t *testing.T, dbs []lock.Db) {
 
 func TestContention(t *testing.T) {
 	srv := redistest.Start(t)
-	lockContention(t, []lock.Db{lock.NewDb(srv.Client(t)), lock.NewDb(srv.Client(t))})
+	lockContention(t, []lock.DB{lock.NewDB(srv.Client(t)), lock.NewDB(srv.Client(t))})
 }
 
 func TestClusterContention(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	dbs := []lock.Db{lock.NewDb(cl.Client(t)), lock.NewDb(cl.Client(t))}
+	dbs := []lock.DB{lock.NewDB(cl.Client(t)), lock.NewDB(cl.Client(t))}
 	t.Run("Lock", func(t *testing.T) { lockContention(t, dbs) })
 	t.Run("RWLock", func(t *testing.T) { rwContention(t, dbs) })
 }

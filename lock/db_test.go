@@ -17,14 +17,14 @@ import (
 func TestPing(t *testing.T) {
 	srv := redistest.Start(t)
 	closed := closedAddr(t)
-	client := func(opts *redis.Options) lock.Db {
+	client := func(opts *redis.Options) lock.DB {
 		c := redis.NewClient(opts)
 		t.Cleanup(func() { _ = c.Close() })
-		return lock.NewDb(c)
+		return lock.NewDB(c)
 	}
 	tests := []struct {
 		name     string
-		db       lock.Db
+		db       lock.DB
 		deadline time.Duration
 		want     error // nil: Ping must succeed
 	}{
@@ -33,7 +33,7 @@ func TestPing(t *testing.T) {
 		// The client's own retries take longer than the deadline.
 		{"nothing listening, default client", client(&redis.Options{Addr: closed}), 300 * time.Millisecond, context.DeadlineExceeded},
 		{"nothing listening, no retries", client(&redis.Options{Addr: closed, MaxRetries: -1, DialerRetries: 1}), 5 * time.Second, syscall.ECONNREFUSED},
-		{"no client", lock.Db{}, 5 * time.Second, lock.ErrNoClient},
+		{"no client", lock.DB{}, 5 * time.Second, lock.ErrNoClient},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

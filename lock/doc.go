@@ -31,7 +31,7 @@
 //   - [WithReplicas] makes acquires and extensions wait until replicas have
 //     them, so that a failover does not hand a lock out twice;
 //   - [Lock.Held] and [RWLock.Inspect] tell who holds a name, and for how
-//     long, on a [ReadOnlyDb];
+//     long, on a [ReadOnlyDB];
 //   - [WithObserver] reports every lock operation, for metrics.
 //
 // # Redis layout
@@ -52,8 +52,8 @@
 // # Capabilities
 //
 // Every lock operation writes to Redis, TryRead included. Operations take a
-// [Db], which may take every lock, or only some after [Db.Only]. A
-// [ReadOnlyDb], such as one on a replica, is a distinct type that no lock
+// [DB], which may take every lock, or only some after [DB.Only]. A
+// [ReadOnlyDB], such as one on a replica, is a distinct type that no lock
 // operation accepts, so passing it does not compile.
 //
 // [Redis layout]: https://github.com/wakuwaku-go/wakuwaku/blob/main/docs/redis-layout.md

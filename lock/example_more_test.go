@@ -15,7 +15,7 @@ func ExampleLock_Held() {
 	client, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 
 	tok, _ := Invoices.TryLock(ctx, db, 7)
 	left, held, err := Invoices.Held(ctx, db.ReadOnly(), 7)
@@ -34,7 +34,7 @@ func ExampleLock_TryLockMany() {
 	client, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 
 	other, _ := Invoices.TryLock(ctx, db, 2) // another replica has invoice 2
 	open := []uint64{1, 2, 3}
@@ -63,7 +63,7 @@ func ExampleLock_TryLockMany() {
 func ExampleLock_Lock() {
 	client, stop := exampleRedis()
 	defer stop()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 
@@ -89,7 +89,7 @@ func ExampleFencedLock() {
 	client, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 	reports := lock.New[string]("report", time.Minute).Fenced()
 
 	var highest uint64 // the store's own check, say a column beside the row
@@ -117,7 +117,7 @@ func ExampleWithObserver() {
 	defer stop()
 	ctx := context.Background()
 	counts := map[string]int{} // one goroutine here; a real adapter uses its metrics' counters
-	db := lock.NewDb(client, lock.WithObserver(func(e lock.Event) {
+	db := lock.NewDB(client, lock.WithObserver(func(e lock.Event) {
 		counts[e.Kind+":"+e.Namespace+" "+e.Op+" "+e.Result]++
 	}))
 

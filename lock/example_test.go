@@ -12,7 +12,7 @@ import (
 )
 
 // exampleRedis starts an embedded Redis for the examples; a service passes
-// its own go-redis client to lock.NewDb instead.
+// its own go-redis client to lock.NewDB instead.
 func exampleRedis() (*redis.Client, func()) {
 	m, err := miniredis.Run()
 	if err != nil {
@@ -28,7 +28,7 @@ var Invoices = lock.New[uint64]("invoice", 30*time.Second)
 
 // finalizeInvoice finalizes invoice unless another replica is doing it, and
 // reports whether it did.
-func finalizeInvoice(ctx context.Context, db lock.Db, invoice uint64) (bool, error) {
+func finalizeInvoice(ctx context.Context, db lock.DB, invoice uint64) (bool, error) {
 	token, err := Invoices.TryLock(ctx, db, invoice)
 	if err != nil {
 		return false, err
@@ -57,7 +57,7 @@ func Example_finalizeInvoice() {
 	client, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 
 	done, err := finalizeInvoice(ctx, db, 1042)
 	fmt.Println("finalized:", done, err)
@@ -75,7 +75,7 @@ func Example_finalizeInvoice() {
 // reprice rewrite it alone.
 var Catalog = lock.NewRW[string]("catalog", 10*time.Second)
 
-func export(ctx context.Context, db lock.Db, shop string) (bool, error) {
+func export(ctx context.Context, db lock.DB, shop string) (bool, error) {
 	read, err := Catalog.TryRead(ctx, db, shop)
 	if err != nil || read == nil {
 		return false, err // nil token: a writer holds it
@@ -85,7 +85,7 @@ func export(ctx context.Context, db lock.Db, shop string) (bool, error) {
 	return true, err
 }
 
-func reprice(ctx context.Context, db lock.Db, shop string) (bool, error) {
+func reprice(ctx context.Context, db lock.DB, shop string) (bool, error) {
 	write, err := Catalog.TryWrite(ctx, db, shop)
 	if err != nil || write == nil {
 		return false, err // nil token: a writer or a reader holds it
@@ -100,7 +100,7 @@ func Example_catalog() {
 	client, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 
 	reading, _ := Catalog.TryRead(ctx, db, "tokyo") // an export in progress
 	ok, _ := export(ctx, db, "tokyo")
@@ -122,7 +122,7 @@ func ExampleWhileHeld() {
 	client, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 	rebuilds := lock.New[string]("rebuild", time.Minute)
 
 	token, err := rebuilds.TryLock(ctx, db, "search-index")
@@ -138,25 +138,25 @@ func ExampleWhileHeld() {
 	// Output: 1234 <nil>
 }
 
-// A Db narrowed with Only refuses every other lock before sending anything.
-func ExampleDb_Only() {
+// A DB narrowed with Only refuses every other lock before sending anything.
+func ExampleDB_Only() {
 	client, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
-	billing := lock.NewDb(client).Only(Invoices)
+	billing := lock.NewDB(client).Only(Invoices)
 
 	_, err := Catalog.TryWrite(ctx, billing, "tokyo")
 	fmt.Println(err)
-	// Output: lock: not permitted by this Db: RwLock:catalog
+	// Output: lock: not permitted by this DB: RwLock:catalog
 }
 
 // This example checks at startup that Redis answers, so that a service
 // whose Redis is unreachable exits at once with the reason instead of
 // starting jobs whose every lease will fail.
-func ExampleDb_Ping() {
+func ExampleDB_Ping() {
 	client, done := exampleRedis()
 	defer done()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -35,7 +35,7 @@ var FenceKey = fenceKey
 // ScriptAcquires returns a copy of db whose acquires send the script, as
 // they do once the server refused SET … NX GET, for the benchmark that
 // compares the two.
-func ScriptAcquires(db Db) Db {
+func ScriptAcquires(db DB) DB {
 	db.script = new(atomic.Bool)
 	db.script.Store(true)
 	return db

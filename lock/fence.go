@@ -59,7 +59,7 @@ func (l FencedLock[N]) entity() entity { return l.l.entity() }
 // A fenced name may not contain '}', which would take the number key to
 // another cluster hash slot than the lock's; TryLock refuses such a name
 // with an error before sending anything.
-func (l FencedLock[N]) TryLock(ctx context.Context, db Db, name N) (*Token, uint64, error) {
+func (l FencedLock[N]) TryLock(ctx context.Context, db DB, name N) (*Token, uint64, error) {
 	if err := db.check(ctx, l.l.entity()); err != nil {
 		return nil, 0, err
 	}

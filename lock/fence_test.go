@@ -21,7 +21,7 @@ func TestFencedOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	c, cnt := countedClient(t, srv)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ctx := t.Context()
 	fencedInvoices.TryLock(ctx, db, 0) // the handshake and the script cache
 
@@ -74,7 +74,7 @@ func TestFencedOnRedis(t *testing.T) {
 	t.Run("retry gets the first number", func(t *testing.T) {
 		// A client that sends every command twice, as go-redis does when a
 		// reply is lost with its connection.
-		twice := lock.NewDb(replaying{c})
+		twice := lock.NewDB(replaying{c})
 		tok, f, err := fencedInvoices.TryLock(ctx, twice, 10)
 		if tok == nil || err != nil {
 			t.Fatalf("TryLock through a replaying client = %v, %v, want a token", tok, err)
@@ -85,7 +85,7 @@ func TestFencedOnRedis(t *testing.T) {
 	})
 	t.Run("name with a brace", func(t *testing.T) {
 		names := lock.New[string]("brace", time.Second).Fenced()
-		if _, _, err := names.TryLock(ctx, lock.NewDb(refusing{t}), "a}b"); err == nil {
+		if _, _, err := names.TryLock(ctx, lock.NewDB(refusing{t}), "a}b"); err == nil {
 			t.Error("TryLock of a name holding '}' = no error")
 		}
 		if tok, _, err := names.TryLock(ctx, db, "a{b"); tok == nil || err != nil {
@@ -110,7 +110,7 @@ func (r replaying) Process(ctx context.Context, cmd redis.Cmder) error {
 // the acquisitions, which the lock itself orders.
 func TestFencedOrder(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	var mu sync.Mutex
 	var order []uint64
@@ -147,7 +147,7 @@ func TestFencedOrder(t *testing.T) {
 // lost key with the clock behind breaks it, as the documentation says.
 func TestFencedClock(t *testing.T) {
 	m, c := redistest.Mini(t)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ctx := t.Context()
 	short := lock.New[int]("fenced", time.Second).Fenced()
 	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
@@ -200,7 +200,7 @@ func TestFencedClock(t *testing.T) {
 // on a real cluster, brace in the name included.
 func TestFencedOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	db := lock.NewDb(cl.Client(t))
+	db := lock.NewDB(cl.Client(t))
 	ctx := t.Context()
 	names := lock.New[string]("fenced", 10*time.Second).Fenced()
 	for _, name := range []string{"a", "b{c", "{d", "x{"} {

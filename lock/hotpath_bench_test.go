@@ -28,16 +28,16 @@ func (answering) Process(_ context.Context, cmd redis.Cmder) error {
 var freeReply = []byte("_\r\n")
 
 // BenchmarkTryLockLocal measures TryLock and Release without a network, with
-// no observer (the hot path every Db without one takes) and with one.
+// no observer (the hot path every DB without one takes) and with one.
 func BenchmarkTryLockLocal(b *testing.B) {
 	l := lock.New[int]("bench", 30*time.Second)
 	ctx := context.Background()
 	for _, bc := range []struct {
 		name string
-		db   lock.Db
+		db   lock.DB
 	}{
-		{"unset", lock.NewDb(answering{})},
-		{"observed", observedDb()},
+		{"unset", lock.NewDB(answering{})},
+		{"observed", observedDB()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

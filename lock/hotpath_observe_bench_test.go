@@ -8,7 +8,7 @@ import (
 
 var observedEvents atomic.Int64
 
-// observedDb is a Db on the answering client whose observer counts events.
-func observedDb() lock.Db {
-	return lock.NewDb(answering{}, lock.WithObserver(func(lock.Event) { observedEvents.Add(1) }))
+// observedDB is a DB on the answering client whose observer counts events.
+func observedDB() lock.DB {
+	return lock.NewDB(answering{}, lock.WithObserver(func(lock.Event) { observedEvents.Add(1) }))
 }

@@ -10,17 +10,17 @@ import (
 
 // Held reports whether someone holds the lock called name and, if so, how
 // much of their lease is left as Redis counts it (PTTL, in whole ms). It
-// takes nothing and writes nothing, so it takes a [ReadOnlyDb], which may be
-// one on a replica (whose view lags its master's) or [Db.ReadOnly] of the
-// Db that takes the locks. The answer is a snapshot: the lock may be taken
+// takes nothing and writes nothing, so it takes a [ReadOnlyDB], which may be
+// one on a replica (whose view lags its master's) or [DB.ReadOnly] of the
+// DB that takes the locks. The answer is a snapshot: the lock may be taken
 // or released right after it. One command, PTTL.
 //
 // Held returns [ErrZeroLock] for the zero Lock, [ErrNoClient] for a
-// ReadOnlyDb without a client, ctx's error if ctx is done and the client's
+// ReadOnlyDB without a client, ctx's error if ctx is done and the client's
 // error if Redis could not be reached. A key with no expiry, which this
 // package never writes, is an error too: a lease without an end is not one
 // of ours.
-func (l Lock[N]) Held(ctx context.Context, db ReadOnlyDb, name N) (remaining time.Duration, held bool, err error) {
+func (l Lock[N]) Held(ctx context.Context, db ReadOnlyDB, name N) (remaining time.Duration, held bool, err error) {
 	if err := db.check(ctx, l.f.ns); err != nil {
 		return 0, false, err
 	}
@@ -58,10 +58,10 @@ type RWState struct {
 // Inspect returns who holds the RWLock called name: whether a writer does,
 // how many live readers, and what is left of the writer's lease and of the
 // longest read lease. Like [Lock.Held] it is read only, takes a
-// [ReadOnlyDb], and its answer is a snapshot; it sends one command, a script
+// [ReadOnlyDB], and its answer is a snapshot; it sends one command, a script
 // that only reads (the readers' leases are scored in the server's ms, so
 // only the server can tell which have ended). Errors as for Lock.Held.
-func (l RWLock[N]) Inspect(ctx context.Context, db ReadOnlyDb, name N) (RWState, error) {
+func (l RWLock[N]) Inspect(ctx context.Context, db ReadOnlyDB, name N) (RWState, error) {
 	if err := db.check(ctx, l.f.ns); err != nil {
 		return RWState{}, err
 	}
@@ -101,7 +101,7 @@ func (l RWLock[N]) Inspect(ctx context.Context, db ReadOnlyDb, name N) (RWState,
 
 // check returns why a read-only query on the lock family of namespace ns
 // can't be sent: a zero lock, a missing client or a done context.
-func (d ReadOnlyDb) check(ctx context.Context, ns string) error {
+func (d ReadOnlyDB) check(ctx context.Context, ns string) error {
 	switch {
 	case ns == "":
 		return ErrZeroLock

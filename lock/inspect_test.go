@@ -14,7 +14,7 @@ func TestHeld(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	c, cnt := countedClient(t, srv)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ro := db.ReadOnly()
 	ctx := t.Context()
 	invoices.Held(ctx, ro, 0) // the connection's handshake
@@ -55,8 +55,8 @@ func TestHeld(t *testing.T) {
 	if _, _, err := zero.Held(ctx, ro, 1); !errors.Is(err, lock.ErrZeroLock) {
 		t.Errorf("Held on the zero Lock: error = %v, want ErrZeroLock", err)
 	}
-	if _, _, err := invoices.Held(ctx, lock.ReadOnlyDb{}, 1); !errors.Is(err, lock.ErrNoClient) {
-		t.Errorf("Held on the zero ReadOnlyDb: error = %v, want ErrNoClient", err)
+	if _, _, err := invoices.Held(ctx, lock.ReadOnlyDB{}, 1); !errors.Is(err, lock.ErrNoClient) {
+		t.Errorf("Held on the zero ReadOnlyDB: error = %v, want ErrNoClient", err)
 	}
 }
 
@@ -64,7 +64,7 @@ func TestInspectRW(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	c, cnt := countedClient(t, srv)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ro := db.ReadOnly()
 	ctx := t.Context()
 	short := lock.NewRW[string]("catalog", 2*time.Second) // catalog's keys, a shorter lease
@@ -113,14 +113,14 @@ func TestInspectRW(t *testing.T) {
 }
 
 // TestInspectOnReplica checks that Held and Inspect work through a
-// ReadOnlyDb on a read-only replica, which refuses every write.
+// ReadOnlyDB on a read-only replica, which refuses every write.
 func TestInspectOnReplica(t *testing.T) {
 	master := redistest.Start(t, "--repl-diskless-sync-delay", "0")
 	port := master.Addr()[len("127.0.0.1:"):]
 	replica := redistest.Start(t, "--replicaof", "127.0.0.1", port)
-	db := lock.NewDb(master.Client(t))
+	db := lock.NewDB(master.Client(t))
 	rc := replica.Client(t)
-	ro := lock.NewReadOnlyDb(rc)
+	ro := lock.NewReadOnlyDB(rc)
 	ctx := t.Context()
 
 	tok, _ := invoices.TryLock(ctx, db, 1)
@@ -161,7 +161,7 @@ func TestInspectOnReplica(t *testing.T) {
 // TestInspectMini runs Held and Inspect on miniredis, the embedded default.
 func TestInspectMini(t *testing.T) {
 	_, c := redistest.Mini(t)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ctx := t.Context()
 	for i := range 2 {
 		if r, _ := catalog.TryRead(ctx, db, "m"); r == nil {

@@ -10,7 +10,7 @@ import (
 // Lock[JobName] is wanted.
 //
 // A Lock is an immutable value holding no connection: declare it once, at
-// package level, and use it from any goroutine with any [Db]. The zero value
+// package level, and use it from any goroutine with any [DB]. The zero value
 // is not usable; build one with [New] or [NewFunc].
 type Lock[N any] struct {
 	f family[N]
@@ -62,12 +62,12 @@ func (l Lock[N]) entity() entity { return entity{kind: kindLock, ns: l.f.ns} }
 // retry by the client after a dropped connection recognizes its own earlier
 // success: a key that already holds this token counts as taken. A server
 // older than Redis 7, which refuses that command, is sent a script that does
-// the same, in one round trip once the Db has met the refusal.
+// the same, in one round trip once the DB has met the refusal.
 //
 // TryLock returns an error wrapping [ErrNotPermitted] without sending anything
 // if db may not take this lock, ctx's error if ctx is done, and the client's
 // error if Redis could not be reached.
-func (l Lock[N]) TryLock(ctx context.Context, db Db, name N) (*Token, error) {
+func (l Lock[N]) TryLock(ctx context.Context, db DB, name N) (*Token, error) {
 	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}

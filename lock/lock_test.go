@@ -52,7 +52,7 @@ func TestLockOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	c, cnt := countedClient(t, srv)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ctx := t.Context()
 	// Warm up: the connection's handshake, and the first EVALSHA of each
 	// script, which the server answers NOSCRIPT before it caches the script.
@@ -123,7 +123,7 @@ func TestLockOnRedis(t *testing.T) {
 func TestLostLease(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	short := lock.New[string]("short", 100*time.Millisecond)
 	key := short.Key("x")
@@ -178,7 +178,7 @@ func waitGone(t *testing.T, raw *redis.Client, key string) {
 func TestTinyTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	tiny := lock.New[string]("tiny", time.Microsecond)
 	tok, err := tiny.TryLock(t.Context(), db, "a")
 	if err != nil || tok == nil {
@@ -190,7 +190,7 @@ func TestTinyTTL(t *testing.T) {
 func TestScriptCacheLost(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	tok, _ := invoices.TryLock(ctx, db, 1)
 	raw.ScriptFlush(ctx)
@@ -205,7 +205,7 @@ func TestScriptCacheLost(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	var nilClient *redis.Client
@@ -218,17 +218,17 @@ func TestBadInput(t *testing.T) {
 		op   func() error
 		want error // nil: any error
 	}{
-		{"zero Db", func() error { _, err := invoices.TryLock(t.Context(), lock.Db{}, 1); return err }, lock.ErrNoClient},
-		{"nil client", func() error { _, err := invoices.TryLock(t.Context(), lock.NewDb(nilClient), 1); return err }, lock.ErrNoClient},
-		{"nil interface", func() error { _, err := rw.TryRead(t.Context(), lock.NewDb(nil), "a"); return err }, lock.ErrNoClient},
+		{"zero DB", func() error { _, err := invoices.TryLock(t.Context(), lock.DB{}, 1); return err }, lock.ErrNoClient},
+		{"nil client", func() error { _, err := invoices.TryLock(t.Context(), lock.NewDB(nilClient), 1); return err }, lock.ErrNoClient},
+		{"nil interface", func() error { _, err := rw.TryRead(t.Context(), lock.NewDB(nil), "a"); return err }, lock.ErrNoClient},
 		{"zero Lock", func() error { _, err := lock.Lock[int]{}.TryLock(t.Context(), db, 1); return err }, lock.ErrZeroLock},
 		{"zero RWLock", func() error { _, err := lock.RWLock[int]{}.TryWrite(t.Context(), db, 1); return err }, lock.ErrZeroLock},
 		{"cancelled TryLock", func() error { _, err := invoices.TryLock(cancelled, db, 1); return err }, context.Canceled},
 		{"cancelled TryRead", func() error { _, err := rw.TryRead(cancelled, db, "a"); return err }, context.Canceled},
 		{"nil token Release", func() error { var tok *lock.Token; _, err := tok.Release(t.Context()); return err }, nil},
 		{"nil token Extend", func() error { var tok *lock.ReadToken; _, err := tok.Extend(t.Context()); return err }, nil},
-		{"redis down", func() error { _, err := invoices.TryLock(t.Context(), lock.NewDb(down), 1); return err }, nil},
-		{"redis down TryWrite", func() error { _, err := rw.TryWrite(t.Context(), lock.NewDb(down), "a"); return err }, nil},
+		{"redis down", func() error { _, err := invoices.TryLock(t.Context(), lock.NewDB(down), 1); return err }, nil},
+		{"redis down TryWrite", func() error { _, err := rw.TryWrite(t.Context(), lock.NewDB(down), "a"); return err }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,8 +239,8 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	// A typed nil is named, so the mistake is found where it was made.
-	if _, err := invoices.TryLock(t.Context(), lock.NewDb(nilClient), 1); !errors.Is(err, lock.ErrNoClient) || !strings.Contains(err.Error(), "nil *redis.Client") {
-		t.Errorf("TryLock on NewDb((*redis.Client)(nil)) = %v, want ErrNoClient naming the nil *redis.Client", err)
+	if _, err := invoices.TryLock(t.Context(), lock.NewDB(nilClient), 1); !errors.Is(err, lock.ErrNoClient) || !strings.Contains(err.Error(), "nil *redis.Client") {
+		t.Errorf("TryLock on NewDB((*redis.Client)(nil)) = %v, want ErrNoClient naming the nil *redis.Client", err)
 	}
 
 	// A token whose context is cancelled sends nothing and keeps the lock.
@@ -265,7 +265,7 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
-func lockDb(c lock.Client) lock.Db { return lock.NewDb(c) }
+func lockDB(c lock.Client) lock.DB { return lock.NewDB(c) }
 
 // TestClients checks a lock cycle through each kind of go-redis client a
 // service may have: a plain client, a Sentinel failover client and a
@@ -285,7 +285,7 @@ func TestClients(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
-			db := lock.NewDb(c.c)
+			db := lock.NewDB(c.c)
 			for name := range uint64(20) { // names spread over the cluster's slots
 				tok, err := invoices.TryLock(ctx, db, name)
 				if tok == nil || err != nil {
@@ -321,7 +321,7 @@ func TestClients(t *testing.T) {
 func TestDeadlineUsesSentTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	hook := &hookClient{next: srv.Client(t)}
-	db := lock.NewDb(hook)
+	db := lock.NewDB(hook)
 	ctx := t.Context()
 	const ttl = 10*time.Second + 999*time.Microsecond
 	const sent = 10 * time.Second // what Redis gets: whole ms, rounded down
@@ -388,8 +388,8 @@ func must[T any](v *T, err error) *T {
 func TestLateExtendReply(t *testing.T) {
 	srv := redistest.Start(t)
 	hook := &hookClient{next: srv.Client(t)}
-	db := lock.NewDb(hook)
-	other := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(hook)
+	other := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	l := lock.New[string]("late-reply", 30*time.Second)
 	rw := lock.NewRW[string]("late-reply", 30*time.Second)
@@ -399,11 +399,11 @@ func TestLateExtendReply(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		acquire func(db lock.Db) (lease, error)
+		acquire func(db lock.DB) (lease, error)
 	}{
-		{"Token", func(db lock.Db) (lease, error) { return l.TryLock(ctx, db, "a") }},
-		{"ReadToken", func(db lock.Db) (lease, error) { return rw.TryRead(ctx, db, "r") }},
-		{"write Token", func(db lock.Db) (lease, error) { return rw.TryWrite(ctx, db, "w") }},
+		{"Token", func(db lock.DB) (lease, error) { return l.TryLock(ctx, db, "a") }},
+		{"ReadToken", func(db lock.DB) (lease, error) { return rw.TryRead(ctx, db, "r") }},
+		{"write Token", func(db lock.DB) (lease, error) { return rw.TryWrite(ctx, db, "w") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -446,7 +446,7 @@ func TestLateExtendReply(t *testing.T) {
 func TestScriptCacheLostWrapped(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(&hookClient{next: srv.Client(t), wrap: true})
+	db := lock.NewDB(&hookClient{next: srv.Client(t), wrap: true})
 	ctx := t.Context()
 	rw := lock.NewRW[string]("wrapped", time.Minute)
 	var tok *lock.Token

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Event describes one lock operation that went to Redis, as a [Db] made with
+// Event describes one lock operation that went to Redis, as a [DB] made with
 // [WithObserver] reports it: an acquire, a release or an extension. Its
 // fields are plain strings so that they can label metrics as they are.
 type Event struct {
@@ -30,8 +30,8 @@ type Event struct {
 	Err error
 }
 
-// DbOption configures a [Db] made by [NewDb].
-type DbOption func(*dbConfig)
+// DBOption configures a [DB] made by [NewDB].
+type DBOption func(*dbConfig)
 
 type dbConfig struct {
 	observe  func(Event)
@@ -39,23 +39,23 @@ type dbConfig struct {
 	wait     time.Duration
 }
 
-// WithObserver makes the Db call observe after every lock operation it, or a
+// WithObserver makes the DB call observe after every lock operation it, or a
 // token it gave, sends to Redis: one [Event] per acquire, release and
 // extension, batched ones included (one per name). Operations refused before
 // anything was sent (a done context, [ErrNotPermitted]) and the read-only
-// queries of a [ReadOnlyDb] are not reported. observe runs in the goroutine
+// queries of a [ReadOnlyDB] are not reported. observe runs in the goroutine
 // that made the operation, before the operation returns, so it must be quick
 // and safe for concurrent use; metrics counters and histograms are. A nil
-// observe is no observer. A Db without an observer pays nothing for the
+// observe is no observer. A DB without an observer pays nothing for the
 // hook: no allocation and one type check per operation.
-func WithObserver(observe func(Event)) DbOption {
+func WithObserver(observe func(Event)) DBOption {
 	return func(c *dbConfig) { c.observe = observe }
 }
 
-// wrapped is the Client of a Db made with options: it forwards every
+// wrapped is the Client of a DB made with options: it forwards every
 // command and carries the options (an observer, replicas to wait for), so
-// that the Db and every token it gives reach them through the Client they
-// already hold, and a Db or a token without options pays nothing (no field,
+// that the DB and every token it gives reach them through the Client they
+// already hold, and a DB or a token without options pays nothing (no field,
 // one type check).
 type wrapped struct {
 	c        Client

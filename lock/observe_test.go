@@ -36,7 +36,7 @@ func (r *recorder) take() []lock.Event {
 func TestObserver(t *testing.T) {
 	srv := redistest.Start(t)
 	rec := &recorder{}
-	db := lock.NewDb(srv.Client(t), lock.WithObserver(rec.observe))
+	db := lock.NewDB(srv.Client(t), lock.WithObserver(rec.observe))
 	ctx := t.Context()
 	shops := lock.NewRW[string]("shop", time.Minute)
 
@@ -86,7 +86,7 @@ func TestObserver(t *testing.T) {
 		}
 	})
 	t.Run("error", func(t *testing.T) {
-		bad := lock.NewDb(failing{}, lock.WithObserver(rec.observe))
+		bad := lock.NewDB(failing{}, lock.WithObserver(rec.observe))
 		if _, err := invoices.TryLock(ctx, bad, 3); !errors.Is(err, errFailing) {
 			t.Fatalf("TryLock error = %v, want errFailing", err)
 		}

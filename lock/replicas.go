@@ -10,13 +10,13 @@ import (
 )
 
 // ErrNotReplicated is returned, wrapped, by an acquire or an extension on a
-// [Db] made with [WithReplicas] when fewer replicas than it asks for
+// [DB] made with [WithReplicas] when fewer replicas than it asks for
 // acknowledged the write within its timeout. An acquire has released the
 // lock again by then; an extension leaves the lease as the master has it,
 // with the token's Deadline where the last replicated operation left it.
 var ErrNotReplicated = errors.New("lock: write not acknowledged by enough replicas")
 
-// WithReplicas makes every acquire and extension of the Db wait, after the
+// WithReplicas makes every acquire and extension of the DB wait, after the
 // master has taken it, until at least n replicas have acknowledged the
 // write (Redis WAIT n, sent in the same round trip, on the same connection,
 // as the write), or until timeout, and fail with [ErrNotReplicated] when too
@@ -36,7 +36,7 @@ var ErrNotReplicated = errors.New("lock: write not acknowledged by enough replic
 // each node's calls, and fail the names of a node whose replicas did not
 // acknowledge them (TryLockMany releases those); on a Cluster, a call
 // redirected by a slot migration then fails with the redirection.
-func WithReplicas(n int, timeout time.Duration) DbOption {
+func WithReplicas(n int, timeout time.Duration) DBOption {
 	return func(c *dbConfig) { c.replicas, c.wait = n, timeout }
 }
 

@@ -18,7 +18,7 @@ func TestWithReplicas(t *testing.T) {
 		t.Fatalf("the replica did not connect: WAIT = %v, %v", n, err)
 	}
 	c, cnt := countedClient(t, master)
-	db := lock.NewDb(c, lock.WithReplicas(1, time.Second))
+	db := lock.NewDB(c, lock.WithReplicas(1, time.Second))
 	invoices.TryLock(ctx, db, 0) // the handshake and the scripts
 
 	tok, err := invoices.TryLock(ctx, db, 1)
@@ -48,7 +48,7 @@ func TestWithReplicas(t *testing.T) {
 
 	// The replica stops answering: acquires fail and leave nothing behind.
 	replica.Pause(t)
-	short := lock.NewDb(c, lock.WithReplicas(1, 50*time.Millisecond))
+	short := lock.NewDB(c, lock.WithReplicas(1, 50*time.Millisecond))
 	lost, err := invoices.TryLock(ctx, short, 2)
 	if lost != nil || !errors.Is(err, lock.ErrNotReplicated) {
 		t.Errorf("TryLock with the replica paused = %v, %v, want nil, ErrNotReplicated", lost, err)
@@ -88,13 +88,13 @@ func TestWithReplicas(t *testing.T) {
 	})
 	t.Run("no replica", func(t *testing.T) {
 		alone := redistest.Start(t)
-		db := lock.NewDb(alone.Client(t), lock.WithReplicas(1, 10*time.Millisecond))
+		db := lock.NewDB(alone.Client(t), lock.WithReplicas(1, 10*time.Millisecond))
 		if tok, err := invoices.TryLock(ctx, db, 1); tok != nil || !errors.Is(err, lock.ErrNotReplicated) {
 			t.Errorf("TryLock with no replica = %v, %v, want ErrNotReplicated", tok, err)
 		}
 	})
 	t.Run("unsupported client", func(t *testing.T) {
-		db := lock.NewDb(&hookClient{next: c}, lock.WithReplicas(1, time.Second))
+		db := lock.NewDB(&hookClient{next: c}, lock.WithReplicas(1, time.Second))
 		if tok, err := invoices.TryLock(ctx, db, 7); tok != nil || err == nil {
 			t.Errorf("TryLock through a wrapper with replicas = %v, %v, want an error", tok, err)
 		}
@@ -115,7 +115,7 @@ func TestWithReplicasOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	raw := cl.Client(t)
 	ctx := t.Context()
-	db := lock.NewDb(cl.Client(t), lock.WithReplicas(1, 10*time.Millisecond))
+	db := lock.NewDB(cl.Client(t), lock.WithReplicas(1, 10*time.Millisecond))
 	for i := range uint64(5) {
 		tok, err := invoices.TryLock(ctx, db, i)
 		if tok != nil || !errors.Is(err, lock.ErrNotReplicated) {
@@ -137,7 +137,7 @@ func TestWithReplicasOnCluster(t *testing.T) {
 			t.Errorf("key of %d left on its master after ErrNotReplicated", 10+i)
 		}
 	}
-	if tok, err := invoices.TryLock(ctx, lock.NewDb(cl.Client(t), lock.WithReplicas(0, time.Second)), 1); tok == nil || err != nil {
+	if tok, err := invoices.TryLock(ctx, lock.NewDB(cl.Client(t), lock.WithReplicas(0, time.Second)), 1); tok == nil || err != nil {
 		t.Errorf("TryLock with WithReplicas(0) = %v, %v, want a token: 0 replicas means no waiting", tok, err)
 	}
 }

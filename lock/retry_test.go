@@ -133,7 +133,7 @@ func TestRetriedAcquire(t *testing.T) {
 		t.Fatalf("control SetNX = %v, %v; want false: the test no longer reproduces the lost reply", ok, err)
 	}
 
-	db := lockDb(c)
+	db := lockDB(c)
 	warm, _ := invoices.TryLock(ctx, db, 6) // caches the script: the cut hits EVALSHA
 	warm.Release(ctx)
 	proxy.arm(invoices.Key(7))

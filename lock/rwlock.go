@@ -62,7 +62,7 @@ func (l RWLock[N]) Keys(name N) (writer, readers string) {
 // TryRead takes a read lease on name unless a writer holds it, and returns its
 // token, or nil and no error if a writer holds it. Other readers don't stand in
 // its way. One round trip; errors as for [Lock.TryLock].
-func (l RWLock[N]) TryRead(ctx context.Context, db Db, name N) (*ReadToken, error) {
+func (l RWLock[N]) TryRead(ctx context.Context, db DB, name N) (*ReadToken, error) {
 	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (l RWLock[N]) TryRead(ctx context.Context, db Db, name N) (*ReadToken, erro
 // whose lease has not ended holds it, and returns its token, or nil and no
 // error otherwise. The token is the same type as a [Lock]'s and is released
 // and extended the same way. One round trip; errors as for [Lock.TryLock].
-func (l RWLock[N]) TryWrite(ctx context.Context, db Db, name N) (*Token, error) {
+func (l RWLock[N]) TryWrite(ctx context.Context, db DB, name N) (*Token, error) {
 	if err := db.check(ctx, l.entity()); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ func TestRWLockOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
 	c, cnt := countedClient(t, srv)
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	ctx := t.Context()
 	w, r := catalog.Keys("tokyo")
 	if w != "@@wakuwaku-entity:RwLock:{catalog:tokyo}:w" || r != "@@wakuwaku-entity:RwLock:{catalog:tokyo}:r" {
@@ -106,7 +106,7 @@ func TestRWLockOnRedis(t *testing.T) {
 func TestRWLockEndedReader(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	short := lock.NewRW[string]("short", 100*time.Millisecond)
 	long := lock.NewRW[string]("short", 10*time.Second) // same keys, longer leases
@@ -156,7 +156,7 @@ func TestRWLockEndedReader(t *testing.T) {
 // reader's lease hit about every other time.
 func TestRWLockReaderLastsItsDeadline(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	brief := lock.NewRW[int]("brief", 20*time.Millisecond)
 	for i := range 50 {

@@ -64,15 +64,15 @@ func (s script) argv(verb string, body any, key1, key2, value *string, ms any) [
 var isNoScript = redisscript.IsNoScript
 
 // The scripts below are the whole protocol besides the SET that acquires a
-// Lock (Db.acquire). KEYS and ARGV are documented above each. Times are milliseconds of the
+// Lock (DB.acquire). KEYS and ARGV are documented above each. Times are milliseconds of the
 // server's own clock, so that the clocks of the clients never matter.
 
 // lockScript sets KEYS[1] to the token ARGV[1] for ARGV[2] ms if it is free.
 // A key that already holds this token counts as taken: the client retried a
 // call whose reply was lost, and the first attempt took the lock. 1 if the
 // token holds the key, else 0. An acquire sends the SET … NX GET itself
-// (see Db.acquire) and this script only when that SET is refused or
-// redirected, or when the Db waits for replicas.
+// (see DB.acquire) and this script only when that SET is refused or
+// redirected, or when the DB waits for replicas.
 //
 // Inside the script, Redis 7 and later (which define REDIS_VERSION_NUM and
 // accept NX with GET) set and read back in one command, whether the lock is

@@ -66,7 +66,7 @@ var jitter = func(n time.Duration) time.Duration { return rand.N(n + 1) }
 //
 // Lock returns an error without sending anything if b is invalid: a
 // negative bound, or Max below Min.
-func (l Lock[N]) Lock(ctx context.Context, db Db, name N, b Backoff) (*Token, error) {
+func (l Lock[N]) Lock(ctx context.Context, db DB, name N, b Backoff) (*Token, error) {
 	var tok *Token
 	err := wait(ctx, b, func() (bool, error) {
 		var err error

@@ -85,7 +85,7 @@ func TestLockWaits(t *testing.T) {
 	lock.SetJitter(t, 1)
 	synctest.Test(t, func(t *testing.T) {
 		mem := &memLocks{held: map[string]memHold{}}
-		db := lock.NewDb(mem)
+		db := lock.NewDB(mem)
 		ctx := t.Context()
 		holder, _ := jobs.TryLock(ctx, db, "x")
 		start := time.Now()
@@ -116,7 +116,7 @@ func TestLockWaitEnds(t *testing.T) {
 	lock.SetJitter(t, 2)
 	synctest.Test(t, func(t *testing.T) {
 		mem := &memLocks{held: map[string]memHold{}}
-		db := lock.NewDb(mem)
+		db := lock.NewDB(mem)
 		jobs.TryLock(t.Context(), db, "x")
 
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
@@ -175,7 +175,7 @@ func (c contention) String() string {
 // Lock and b, hold it for hold, release it and work as long again before
 // they want it again, over db; count says how many acquires were sent so
 // far. With more than two waiters the lock is wanted more than it can give.
-func contendWait(t *testing.T, db lock.Db, count func() int, waiters int, run, hold time.Duration, b lock.Backoff) contention {
+func contendWait(t *testing.T, db lock.DB, count func() int, waiters int, run, hold time.Duration, b lock.Backoff) contention {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), run)
 	defer cancel()
@@ -228,7 +228,7 @@ func TestLockContention(t *testing.T) {
 			lock.SetJitter(t, 3)
 			synctest.Test(t, func(t *testing.T) {
 				mem := &memLocks{held: map[string]memHold{}}
-				res := contendWait(t, lock.NewDb(mem), mem.count, 8, 10*time.Minute, 20*time.Millisecond, tc.b)
+				res := contendWait(t, lock.NewDB(mem), mem.count, 8, 10*time.Minute, 20*time.Millisecond, tc.b)
 				t.Logf("8 waiters, hold 20 ms, work 20 ms, 10 min: %v", res)
 				total := len(res.waits)
 				// Busy all the time, the lock would give about 30000 acquisitions.
@@ -278,7 +278,7 @@ func (c *notifying) after(k int) <-chan struct{} {
 func TestLockWaitOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	nc := &notifying{next: srv.Client(t)}
-	db := lock.NewDb(nc)
+	db := lock.NewDB(nc)
 	ctx := t.Context()
 	holder, err := jobs.TryLock(ctx, db, "r")
 	if holder == nil || err != nil {
@@ -323,7 +323,7 @@ func TestLockContentionOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	rec := &recorder{}
-	db := lock.NewDb(c, lock.WithObserver(rec.observe))
+	db := lock.NewDB(c, lock.WithObserver(rec.observe))
 	res := contendWait(t, db, func() int { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.events) }, 4, 3*time.Second, 2*time.Millisecond,
 		lock.Backoff{Min: time.Millisecond, Max: 50 * time.Millisecond})
 	acquires := 0

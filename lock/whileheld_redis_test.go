@@ -16,8 +16,8 @@ import (
 func TestWhileHeldOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
-	other := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
+	other := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	const ttl = 300 * time.Millisecond
 	rebuild := lock.New[string]("rebuild", ttl)
@@ -142,7 +142,7 @@ func TestWhileHeldRedisPaused(t *testing.T) {
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
-			db := lock.NewDb(c.c)
+			db := lock.NewDB(c.c)
 			tok, err := l.TryLock(ctx, db, c.name)
 			if tok == nil || err != nil {
 				t.Fatalf("TryLock = %v, %v", tok, err)

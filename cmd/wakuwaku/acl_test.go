@@ -283,19 +283,19 @@ type runs struct {
 
 // jobs returns the test's two leased jobs over db: report, which succeeds,
 // and flaky, whose first run fails and whose slot has two attempts.
-func (r *runs) jobs(db lock.Db) []cron.Job {
+func (r *runs) jobs(db lock.DB) []cron.Job {
 	return []cron.Job{
 		cron.Func("report", interval.AtLeast(time.Hour), func(_ context.Context, t cron.Tick) error {
 			r.ch <- t
 			return nil
-		}, cron.WithLease(cron.LeaseConfig{Db: db})),
+		}, cron.WithLease(cron.LeaseConfig{DB: db})),
 		cron.Func("flaky", interval.AtLeast(time.Hour), func(_ context.Context, t cron.Tick) error {
 			r.ch <- t
 			if r.flaky.Add(1) == 1 {
 				return errors.New("first run fails")
 			}
 			return nil
-		}, cron.WithLease(cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 10 * time.Millisecond})),
+		}, cron.WithLease(cron.LeaseConfig{DB: db, Attempts: 2, Backoff: 10 * time.Millisecond})),
 	}
 }
 
@@ -347,7 +347,7 @@ func TestACLService(t *testing.T) {
 	resetStats(t, admin)
 	ctx := t.Context()
 	c := userClient(t, srv, "wakuwaku-service")
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	if err := db.Ping(ctx); err != nil {
 		t.Fatalf("Ping = %v", err)
 	}
@@ -413,7 +413,7 @@ func TestACLService(t *testing.T) {
 		t.Errorf("writer's Release = %v, %v", ok, err)
 	}
 	// WithReplicas sends WAIT; this server has no replica to wait for.
-	waiting := lock.NewDb(c, lock.WithReplicas(1, time.Millisecond))
+	waiting := lock.NewDB(c, lock.WithReplicas(1, time.Millisecond))
 	if tok, err := invoices.TryLock(ctx, waiting, 5); tok != nil || err == nil || strings.Contains(err.Error(), "NOPERM") {
 		t.Errorf("TryLock waiting for a replica = %v, %v; want the wait's error, not a refusal", tok, err)
 	}
@@ -438,7 +438,7 @@ func TestACLService(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	skipped := make(chan string, 10)
-	startRuntime(t, r.jobs(lock.NewDb(userClient(t, srv, "wakuwaku-service"))), "replica-2", &log, cron.Observer{
+	startRuntime(t, r.jobs(lock.NewDB(userClient(t, srv, "wakuwaku-service"))), "replica-2", &log, cron.Observer{
 		RunSkipped: func(t cron.Tick, reason string, _ error) { skipped <- t.Job + ": " + reason },
 	})
 	select {
@@ -491,7 +491,7 @@ func TestACLWithoutTheRule(t *testing.T) {
 		}
 	}
 	srv.SetUser(t, "deaf", deaf...)
-	outsider := lock.NewDb(userClient(t, srv, "outsider"))
+	outsider := lock.NewDB(userClient(t, srv, "outsider"))
 	nopermErr := func(what string, err error) {
 		t.Helper()
 		if err == nil || !strings.Contains(err.Error(), "NOPERM") {
@@ -554,7 +554,7 @@ func TestACLWithoutTheRule(t *testing.T) {
 		// A record and a lock, which the outsider's SCAN lists and its
 		// reads are refused.
 		startReport(t, srv, 1)
-		if tok, err := lock.New[int]("invoice", time.Minute).TryLock(ctx, lock.NewDb(srv.Client(t)), 1); tok == nil || err != nil {
+		if tok, err := lock.New[int]("invoice", time.Minute).TryLock(ctx, lock.NewDB(srv.Client(t)), 1); tok == nil || err != nil {
 			t.Fatal(tok, err)
 		}
 		for _, args := range [][]string{{"status"}, {"locks"}, {"pause", "report"}} {
@@ -567,7 +567,7 @@ func TestACLWithoutTheRule(t *testing.T) {
 	t.Run("run-now channel", func(t *testing.T) {
 		var log records
 		r := &runs{ch: make(chan cron.Tick, 10)}
-		startRuntime(t, r.jobs(lock.NewDb(userClient(t, srv, "deaf")))[:1], "replica-1", &log, cron.Observer{})
+		startRuntime(t, r.jobs(lock.NewDB(userClient(t, srv, "deaf")))[:1], "replica-1", &log, cron.Observer{})
 		r.wait(t, "report", "startup run", func(cron.Tick) bool { return true })
 		deadline := time.Now().Add(10 * time.Second)
 		for len(log.find(slog.LevelWarn, "run-now", "NOPERM")) == 0 {
@@ -594,7 +594,7 @@ func TestACLTool(t *testing.T) {
 	// A job's record, and locks of each kind, made as the default user; the
 	// runtime is stopped, so that only the tool sends commands.
 	ran := make(chan struct{}, 10)
-	db := lock.NewDb(admin)
+	db := lock.NewDB(admin)
 	rt, err := cron.Start([]cron.Job{&report{db: db, ran: ran}}, cron.WithReplica("replica-1"))
 	if err != nil {
 		t.Fatal(err)
@@ -716,7 +716,7 @@ func TestACLCluster(t *testing.T) {
 	opts.Username, opts.Password = "wakuwaku-service", aclPassword
 	c := redis.NewClusterClient(opts)
 	t.Cleanup(func() { c.Close() })
-	db := lock.NewDb(c)
+	db := lock.NewDB(c)
 	invoices := lock.New[int]("invoice", time.Minute)
 	for n := range 20 { // on every master
 		tok, err := invoices.TryLock(ctx, db, n)

@@ -16,7 +16,7 @@ import (
 func TestStatusHistory(t *testing.T) {
 	srv := redistest.Start(t)
 	startReport(t, srv, 2)
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	// The completion is recorded right after the run that startReport
 	// waited for.
 	deadline := time.Now().Add(10 * time.Second)

@@ -152,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(ctx, inv.g.timeout)
 	defer cancel()
-	t := &tool{rdb: client, db: lock.NewDb(client), out: stdout}
+	t := &tool{rdb: client, db: lock.NewDB(client), out: stdout}
 	if err := t.do(ctx, inv); err != nil {
 		if inv.asJSON {
 			// A reader of the JSON gets an object it can parse, on the
@@ -408,7 +408,7 @@ func withFiles(c *tls.Config, g globals) (*tls.Config, error) {
 // tool runs the commands over one client.
 type tool struct {
 	rdb redis.UniversalClient
-	db  lock.Db
+	db  lock.DB
 	out io.Writer
 }
 

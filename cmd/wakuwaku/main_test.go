@@ -18,13 +18,13 @@ import (
 
 // report is a leased hourly job for the tool to find.
 type report struct {
-	db  lock.Db
+	db  lock.DB
 	ran chan struct{}
 }
 
 func (r *report) Name() string                { return "hourly-report" }
 func (r *report) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
-func (r *report) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: r.db} }
+func (r *report) Lease() cron.LeaseConfig     { return cron.LeaseConfig{DB: r.db} }
 func (r *report) Process(context.Context, cron.Tick) error {
 	r.ran <- struct{}{}
 	return nil
@@ -44,7 +44,7 @@ func startReport(t *testing.T, srv *redistest.Server, n int) chan struct{} {
 	t.Helper()
 	ran := make(chan struct{}, 10)
 	for i := range n {
-		rt, err := cron.Start([]cron.Job{&report{db: lock.NewDb(srv.Client(t)), ran: ran}}, cron.WithReplica(fmt.Sprintf("replica-%d", i+1)))
+		rt, err := cron.Start([]cron.Job{&report{db: lock.NewDB(srv.Client(t)), ran: ran}}, cron.WithReplica(fmt.Sprintf("replica-%d", i+1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestStatusPauseResumeRun(t *testing.T) {
 func TestLocksAndRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := t.Context()
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	invoices := lock.New[int]("invoice", time.Minute)
 	if tok, err := invoices.TryLock(ctx, db, 42); err != nil || tok == nil {
 		t.Fatal(tok, err)
@@ -199,7 +199,7 @@ func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	addrs := cl.Addrs()
 	url := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
-	db := lock.NewDb(cl.Client(t))
+	db := lock.NewDB(cl.Client(t))
 	invoices := lock.New[int]("invoice", time.Minute)
 	for n := range 20 { // on every master, surely
 		if tok, err := invoices.TryLock(t.Context(), db, n); err != nil || tok == nil {

@@ -17,7 +17,7 @@ func TestRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := t.Context()
 	rdb := srv.Client(t)
-	db := lock.NewDb(rdb)
+	db := lock.NewDB(rdb)
 	invoices := lock.New[int]("invoice", time.Minute)
 	fenced := lock.New[int]("ledger", time.Minute).Fenced()
 	catalog := lock.NewRW[string]("catalog", 30*time.Second)

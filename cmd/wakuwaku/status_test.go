@@ -24,9 +24,9 @@ var errSweep = errors.New(`sweep: <b>3</b> invoices & "7 credits" still locked b
 // milliseconds.
 func TestStatusFailure(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	job := cron.Func("sweep", interval.AtLeast(time.Hour), func(context.Context, cron.Tick) error { return errSweep },
-		cron.WithLease(cron.LeaseConfig{Db: db, Attempts: 2, Backoff: 10 * time.Millisecond}))
+		cron.WithLease(cron.LeaseConfig{DB: db, Attempts: 2, Backoff: 10 * time.Millisecond}))
 	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("replica-1"))
 	if err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func TestFlagsAfterTheCommand(t *testing.T) {
 	srv := redistest.Start(t)
 	startReport(t, srv, 1)
 	url := "redis://" + srv.Addr()
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	paused := func() bool {
 		t.Helper()
 		st, err := admin.Status(t.Context(), "hourly-report")

@@ -21,7 +21,7 @@ import (
 	wotel "github.com/wakuwaku-go/wakuwaku/contrib/otel"
 )
 
-// This example records a lock Db's operations and a cron runtime's runs,
+// This example records a lock DB's operations and a cron runtime's runs,
 // with the SDK's providers. A service would give its own, with exporters,
 // or set the global ones and call New without options. The runtime's
 // observer is chained with one of the service's own, which here waits for
@@ -47,7 +47,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer mr.Close()
-	db := lock.NewDb(redis.NewClient(&redis.Options{Addr: mr.Addr()}), lock.WithObserver(tel.ObserveLock))
+	db := lock.NewDB(redis.NewClient(&redis.Options{Addr: mr.Addr()}), lock.WithObserver(tel.ObserveLock))
 	if tok, err := lock.New[int]("invoice", time.Minute).TryLock(ctx, db, 42); err == nil && tok != nil {
 		tok.Release(ctx)
 	}

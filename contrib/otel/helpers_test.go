@@ -18,7 +18,7 @@ import (
 // run it, doing process; a slot gets attempts runs until one succeeds.
 type leasedJob struct {
 	name     string
-	db       lock.Db
+	db       lock.DB
 	attempts int
 	process  func(ctx context.Context, t cron.Tick) error
 }
@@ -26,13 +26,13 @@ type leasedJob struct {
 func (j *leasedJob) Name() string                { return j.name }
 func (j *leasedJob) Interval() interval.Interval { return interval.AtLeast(time.Hour) }
 func (j *leasedJob) Lease() cron.LeaseConfig {
-	return cron.LeaseConfig{Db: j.db, Attempts: j.attempts, Backoff: 50 * time.Millisecond}
+	return cron.LeaseConfig{DB: j.db, Attempts: j.attempts, Backoff: 50 * time.Millisecond}
 }
 
 func (j *leasedJob) Process(ctx context.Context, t cron.Tick) error { return j.process(ctx, t) }
 
 // succeeds, fails and panics are the three jobs of the tests, over db.
-func threeJobs(db lock.Db) []cron.Job {
+func threeJobs(db lock.DB) []cron.Job {
 	return []cron.Job{
 		&leasedJob{name: "succeeds", db: db, process: func(context.Context, cron.Tick) error { return nil }},
 		&leasedJob{name: "fails", db: db, process: func(context.Context, cron.Tick) error { return errors.New("failed") }},
@@ -42,7 +42,7 @@ func threeJobs(db lock.Db) []cron.Job {
 
 // flaky returns a job over db whose slots get two attempts, and whose
 // first run fails.
-func flaky(db lock.Db) *leasedJob {
+func flaky(db lock.DB) *leasedJob {
 	var runs atomic.Int32
 	return &leasedJob{name: "flaky", db: db, attempts: 2, process: func(context.Context, cron.Tick) error {
 		if runs.Add(1) == 1 {

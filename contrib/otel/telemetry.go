@@ -3,10 +3,10 @@
 //
 // [New] makes a [Telemetry] for one replica. Its [Telemetry.Observer] is
 // the [cron.Observer] to start the runtime with, and its
-// [Telemetry.ObserveLock] the hook of a [lock.Db]:
+// [Telemetry.ObserveLock] the hook of a [lock.DB]:
 //
 //	tel, err := otel.New("web-1") // the name given to cron.WithReplica
-//	db := lock.NewDb(client, lock.WithObserver(tel.ObserveLock))
+//	db := lock.NewDB(client, lock.WithObserver(tel.ObserveLock))
 //	rt, err := cron.Start(jobs, cron.WithReplica("web-1"), cron.WithObserver(tel.Observer()))
 //
 // Its name is that of the OpenTelemetry API's root package: import one of
@@ -63,18 +63,18 @@
 // attribute value per sentence would make a series per sentence. Look for
 // the sentence in the logs.
 //
-// The lock instruments count what a [lock.Db] made with
+// The lock instruments count what a [lock.DB] made with
 // lock.WithObserver(tel.ObserveLock) sends to Redis, one operation each, as
 // [lock.Event] describes: every acquire (TryLock, a FencedLock's TryLock,
 // TryRead, TryWrite, each name of a TryLockMany, each attempt of a waiting
 // Lock), release and extension (WhileHeld's included) of its locks and
 // tokens. They do not count an operation refused before anything was sent
 // (a done context, lock.ErrNotPermitted), the read-only queries of a
-// lock.ReadOnlyDb (Held, Inspect), nor the cron runtime's own leases: a
+// lock.ReadOnlyDB (Held, Inspect), nor the cron runtime's own leases: a
 // [cron.Leased] job's slot lease and run lease are kept by the runtime's
-// scripts in the job's record, beneath the Db's observer, and show in the
+// scripts in the job's record, beneath the DB's observer, and show in the
 // cron instruments instead (runs, and ticks skipped as lease_held or
-// running). A job that takes a lock itself, on a Db with the hook, is
+// running). A job that takes a lock itself, on a DB with the hook, is
 // counted.
 //
 // A job's counters of runs (one per outcome but timeout, which only a job
@@ -179,7 +179,7 @@ func WithTracerProvider(p trace.TracerProvider) Option {
 }
 
 // Telemetry records the runs of cron runtimes and the operations of lock
-// Dbs as OpenTelemetry metrics and spans (the package doc lists them). Its
+// DBs as OpenTelemetry metrics and spans (the package doc lists them). Its
 // methods are safe for concurrent use. Make one with [New]; the zero
 // Telemetry is not usable.
 type Telemetry struct {
@@ -472,7 +472,7 @@ func outcomeOf(err error) string {
 // ObserveLock counts one lock operation and records its latency. It is the
 // hook to give [lock.WithObserver]:
 //
-//	db := lock.NewDb(client, lock.WithObserver(tel.ObserveLock))
+//	db := lock.NewDB(client, lock.WithObserver(tel.ObserveLock))
 //
 // To keep a hook of your own as well, call both from one function.
 func (t *Telemetry) ObserveLock(e lock.Event) {

@@ -119,7 +119,7 @@ func TestCronRuns(t *testing.T) {
 	r := newRig(t)
 	ev := newEvents()
 	before := time.Now()
-	rt := start(t, threeJobs(lock.NewDb(srv.Client(t))), r.tel.Observer(ev.observer()))
+	rt := start(t, threeJobs(lock.NewDB(srv.Client(t))), r.tel.Observer(ev.observer()))
 	ticks := map[string]cron.Tick{}
 	for _, tick := range wait(t, ev.finished, 3, "runs finished") {
 		ticks[tick.Job] = tick
@@ -224,7 +224,7 @@ func TestCronRuns(t *testing.T) {
 
 	// A second replica's startup ticks find the slots taken: succeeds's
 	// lease held, the failed slots of fails and panics out of attempts.
-	start(t, threeJobs(lock.NewDb(srv.Client(t))), r.tel.Observer(ev.observer()))
+	start(t, threeJobs(lock.NewDB(srv.Client(t))), r.tel.Observer(ev.observer()))
 	wait(t, ev.skipped, 3, "ticks skipped")
 	got = r.collect(t)
 	// The lease held is a tick that found the slot run elsewhere, apart
@@ -251,7 +251,7 @@ func TestCronRetry(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newRig(t)
 	ev := newEvents()
-	start(t, []cron.Job{flaky(lock.NewDb(srv.Client(t)))}, r.tel.Observer(ev.observer()))
+	start(t, []cron.Job{flaky(lock.NewDB(srv.Client(t)))}, r.tel.Observer(ev.observer()))
 	wait(t, ev.finished, 2, "the run and its retry finished")
 	got := r.collect(t)
 	checkValues(t, got, "wakuwaku.cron.runs ({run})", map[string]float64{
@@ -282,7 +282,7 @@ func TestCronRetry(t *testing.T) {
 func TestCronAdmissionErrors(t *testing.T) {
 	r := newRig(t)
 	ev := newEvents()
-	start(t, threeJobs(lock.NewDb(deadClient(t)))[:1], r.tel.Observer(ev.observer()))
+	start(t, threeJobs(lock.NewDB(deadClient(t)))[:1], r.tel.Observer(ev.observer()))
 	wait(t, ev.skipped, 1, "ticks skipped")
 	got := r.collect(t)
 	checkValues(t, got, "wakuwaku.cron.admission.errors ({tick})", map[string]float64{"wakuwaku.job=succeeds": 1})
@@ -297,13 +297,13 @@ func TestCronAdmissionErrors(t *testing.T) {
 	}
 }
 
-// TestLockOperations counts the operations of a Db with the hook, on a real
+// TestLockOperations counts the operations of a DB with the hook, on a real
 // redis-server, one of each result, and one on a Redis that is down.
 func TestLockOperations(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newRig(t)
 	ctx := t.Context()
-	db := lock.NewDb(srv.Client(t), lock.WithObserver(r.tel.ObserveLock))
+	db := lock.NewDB(srv.Client(t), lock.WithObserver(r.tel.ObserveLock))
 	invoices := lock.New[string]("invoice", time.Minute)
 	tok, err := invoices.TryLock(ctx, db, "1")
 	if err != nil || tok == nil {
@@ -328,7 +328,7 @@ func TestLockOperations(t *testing.T) {
 	if w, err := indexes.TryWrite(ctx, db, "a"); w != nil || err != nil {
 		t.Fatalf("TryWrite(%q) = %v, %v; want busy", "a", w, err)
 	}
-	down := lock.NewDb(deadClient(t), lock.WithObserver(r.tel.ObserveLock))
+	down := lock.NewDB(deadClient(t), lock.WithObserver(r.tel.ObserveLock))
 	if tok, err := invoices.TryLock(ctx, down, "2"); tok != nil || err == nil {
 		t.Fatalf("TryLock(%q) on a Redis that is down = %v, %v; want an error", "2", tok, err)
 	}
@@ -435,15 +435,15 @@ func TestAdmissionReasonIsOther(t *testing.T) {
 	checkValues(t, r.collect(t), "wakuwaku.cron.skipped ({tick})", map[string]float64{"wakuwaku.job=report,wakuwaku.reason=other": 1})
 }
 
-// TestRuntimeLeasesNotCounted runs leased jobs over a Db with the lock hook,
+// TestRuntimeLeasesNotCounted runs leased jobs over a DB with the lock hook,
 // on a real redis-server, in two replicas: the runtime's leases, taken and
-// found held, are no lock operations; a lock the test takes on the same Db
+// found held, are no lock operations; a lock the test takes on the same DB
 // is one.
 func TestRuntimeLeasesNotCounted(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newRig(t)
 	ev := newEvents()
-	db := lock.NewDb(srv.Client(t), lock.WithObserver(r.tel.ObserveLock))
+	db := lock.NewDB(srv.Client(t), lock.WithObserver(r.tel.ObserveLock))
 	start(t, threeJobs(db), r.tel.Observer(ev.observer()))
 	wait(t, ev.finished, 3, "runs finished")
 	start(t, threeJobs(db), r.tel.Observer(ev.observer()))

@@ -21,7 +21,7 @@ import (
 	wprom "github.com/wakuwaku-go/wakuwaku/contrib/prometheus"
 )
 
-// This example counts a lock Db's operations and a cron runtime's runs,
+// This example counts a lock DB's operations and a cron runtime's runs,
 // and serves them on /metrics. The runtime's observer is chained with one
 // of the service's own, which here waits for the startup run.
 func Example() {
@@ -35,7 +35,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer mr.Close()
-	db := lock.NewDb(redis.NewClient(&redis.Options{Addr: mr.Addr()}), lock.WithObserver(metrics.ObserveLock))
+	db := lock.NewDB(redis.NewClient(&redis.Options{Addr: mr.Addr()}), lock.WithObserver(metrics.ObserveLock))
 
 	ctx := context.Background()
 	invoices := lock.New[int]("invoice", time.Minute)

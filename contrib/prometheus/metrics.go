@@ -4,11 +4,11 @@
 //
 // [New] makes a [Metrics], a prometheus.Collector to register. Its
 // [Metrics.Observer] is the [cron.Observer] to start a runtime with, and its
-// [Metrics.ObserveLock] the hook of a [lock.Db]:
+// [Metrics.ObserveLock] the hook of a [lock.DB]:
 //
 //	m := prometheus.New()
 //	registry.MustRegister(m)
-//	db := lock.NewDb(client, lock.WithObserver(m.ObserveLock))
+//	db := lock.NewDB(client, lock.WithObserver(m.ObserveLock))
 //	rt, err := cron.Start(jobs, cron.WithObserver(m.Observer()))
 //
 // Its name is client_golang's package's: import one of the two under
@@ -64,18 +64,18 @@
 //
 // # Lock operations
 //
-// The lock metrics count what a [lock.Db] made with
+// The lock metrics count what a [lock.DB] made with
 // lock.WithObserver(m.ObserveLock) sends to Redis, one operation each, as
 // [lock.Event] describes: every acquire (TryLock, a FencedLock's TryLock,
 // TryRead, TryWrite, each name of a TryLockMany, each attempt of a waiting
 // Lock), release and extension (WhileHeld's included) of its locks and
 // tokens. They do not count an operation refused before anything was sent
 // (a done context, lock.ErrNotPermitted), the read-only queries of a
-// lock.ReadOnlyDb (Held, Inspect), nor the cron runtime's own leases: a
+// lock.ReadOnlyDB (Held, Inspect), nor the cron runtime's own leases: a
 // [cron.Leased] job's slot lease and run lease are kept by the runtime's
-// scripts in the job's record, beneath the Db's observer, and show in the
+// scripts in the job's record, beneath the DB's observer, and show in the
 // cron metrics instead (runs, and ticks skipped as lease_held or running).
-// A job that takes a lock itself, on a Db with the hook, is counted.
+// A job that takes a lock itself, on a DB with the hook, is counted.
 //
 // A job's counters of runs (one per outcome but timeout, which only a job
 // with a run deadline has) and of admission errors, and its runs in
@@ -125,8 +125,8 @@ const (
 )
 
 // Metrics is a prometheus.Collector of the metrics of cron runtimes and
-// lock Dbs: register it once, and give its [Metrics.Observer] to every
-// runtime and its [Metrics.ObserveLock] to every Db whose operations it
+// lock DBs: register it once, and give its [Metrics.Observer] to every
+// runtime and its [Metrics.ObserveLock] to every DB whose operations it
 // should count (the package doc lists the metrics). Its methods are safe
 // for concurrent use. Make one with [New]; the zero Metrics is not usable.
 type Metrics struct {
@@ -349,7 +349,7 @@ func outcome(err error) string {
 // ObserveLock counts one lock operation and its latency. It is the hook to
 // give [lock.WithObserver]:
 //
-//	db := lock.NewDb(client, lock.WithObserver(m.ObserveLock))
+//	db := lock.NewDB(client, lock.WithObserver(m.ObserveLock))
 //
 // To keep a hook of your own as well, call both from one function.
 func (m *Metrics) ObserveLock(e lock.Event) {

@@ -69,7 +69,7 @@ func TestCronRuns(t *testing.T) {
 	m, reg := newMetrics(t)
 	ev := newEvents()
 	before := time.Now()
-	rt := start(t, threeJobs(lock.NewDb(srv.Client(t))), m.Observer(ev.observer()))
+	rt := start(t, threeJobs(lock.NewDB(srv.Client(t))), m.Observer(ev.observer()))
 	wait(t, ev.finished, 3, "runs finished")
 	wait(t, ev.skew, 1, "clock skew measured")
 	after := time.Now()
@@ -126,7 +126,7 @@ wakuwaku_cron_runs_in_progress{cron_job="succeeds"} 0
 
 	// A second replica's startup ticks find the slots taken: succeeds's
 	// lease held, the failed slots of fails and panics out of attempts.
-	start(t, threeJobs(lock.NewDb(srv.Client(t))), m.Observer(ev.observer()))
+	start(t, threeJobs(lock.NewDB(srv.Client(t))), m.Observer(ev.observer()))
 	wait(t, ev.skipped, 3, "ticks skipped")
 	// The lease held is a tick that found the slot run elsewhere, apart
 	// from the slots not run.
@@ -153,7 +153,7 @@ func TestCronRetry(t *testing.T) {
 	srv := redistest.Start(t)
 	m, reg := newMetrics(t)
 	ev := newEvents()
-	start(t, []cron.Job{flaky(lock.NewDb(srv.Client(t)))}, m.Observer(ev.observer()))
+	start(t, []cron.Job{flaky(lock.NewDB(srv.Client(t)))}, m.Observer(ev.observer()))
 	wait(t, ev.finished, 2, "the run and its retry finished")
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP wakuwaku_cron_runs_total Runs of a cron job that finished, by outcome: ok, error, panic or timeout.
@@ -184,7 +184,7 @@ func counterOf(t *testing.T, reg *prometheus.Registry, name string, labels map[s
 func TestCronAdmissionErrors(t *testing.T) {
 	m, reg := newMetrics(t)
 	ev := newEvents()
-	db := lock.NewDb(deadClient(t))
+	db := lock.NewDB(deadClient(t))
 	start(t, threeJobs(db)[:1], m.Observer(ev.observer()))
 	wait(t, ev.skipped, 1, "ticks skipped")
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
@@ -204,13 +204,13 @@ wakuwaku_cron_runs_total{cron_job="succeeds",outcome="ok"} 0
 	}
 }
 
-// TestLockOperations counts the operations of a Db with the hook, on a real
+// TestLockOperations counts the operations of a DB with the hook, on a real
 // redis-server, one of each result, and one on a Redis that is down.
 func TestLockOperations(t *testing.T) {
 	srv := redistest.Start(t)
 	m, reg := newMetrics(t)
 	ctx := t.Context()
-	db := lock.NewDb(srv.Client(t), lock.WithObserver(m.ObserveLock))
+	db := lock.NewDB(srv.Client(t), lock.WithObserver(m.ObserveLock))
 	invoices := lock.New[string]("invoice", time.Minute)
 	tok, err := invoices.TryLock(ctx, db, "1")
 	if err != nil || tok == nil {
@@ -235,7 +235,7 @@ func TestLockOperations(t *testing.T) {
 	if w, err := indexes.TryWrite(ctx, db, "a"); w != nil || err != nil {
 		t.Fatalf("TryWrite(%q) = %v, %v; want busy", "a", w, err)
 	}
-	down := lock.NewDb(deadClient(t), lock.WithObserver(m.ObserveLock))
+	down := lock.NewDB(deadClient(t), lock.WithObserver(m.ObserveLock))
 	if tok, err := invoices.TryLock(ctx, down, "2"); tok != nil || err == nil {
 		t.Fatalf("TryLock(%q) on a Redis that is down = %v, %v; want an error", "2", tok, err)
 	}
@@ -319,15 +319,15 @@ wakuwaku_cron_skipped_total{cron_job="report",reason="other"} 1
 	}
 }
 
-// TestRuntimeLeasesNotCounted runs leased jobs over a Db with the lock hook,
+// TestRuntimeLeasesNotCounted runs leased jobs over a DB with the lock hook,
 // on a real redis-server, in two replicas: the runtime's leases, taken and
-// found held, are no lock operations; a lock the test takes on the same Db
+// found held, are no lock operations; a lock the test takes on the same DB
 // is one.
 func TestRuntimeLeasesNotCounted(t *testing.T) {
 	srv := redistest.Start(t)
 	m, reg := newMetrics(t)
 	ev := newEvents()
-	db := lock.NewDb(srv.Client(t), lock.WithObserver(m.ObserveLock))
+	db := lock.NewDB(srv.Client(t), lock.WithObserver(m.ObserveLock))
 	start(t, threeJobs(db), m.Observer(ev.observer()))
 	wait(t, ev.finished, 3, "runs finished")
 	start(t, threeJobs(db), m.Observer(ev.observer()))

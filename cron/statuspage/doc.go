@@ -23,7 +23,7 @@
 // redirect it makes is relative to the page's own URL (a query string only),
 // so it works wherever it is mounted, with or without [http.StripPrefix]:
 //
-//	admin := cron.NewAdmin(lock.NewDb(client))
+//	admin := cron.NewAdmin(lock.NewDB(client))
 //	mux.Handle("/admin/cron/", requireOperator(statuspage.New(admin, statuspage.WithActions())))
 //
 // It answers GET and HEAD with the page, and, with ?format=json, with the

@@ -42,13 +42,13 @@ func Example() {
 	defer m.Close()
 	client := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer client.Close()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 
 	ran := make(chan struct{}, 1)
 	job := cron.Func("hourly-report", interval.AtLeast(time.Hour), func(context.Context, cron.Tick) error {
 		ran <- struct{}{}
 		return nil
-	}, cron.WithLease(cron.LeaseConfig{Db: db}))
+	}, cron.WithLease(cron.LeaseConfig{DB: db}))
 	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("replica-1"))
 	if err != nil {
 		log.Fatal(err)

@@ -30,8 +30,8 @@ var errSweep = errors.New("sweep: 3 invoices still locked")
 // an Admin over srv once both startup runs are in the records.
 func startJobs(t *testing.T, srv *redistest.Server) cron.Admin {
 	t.Helper()
-	db := lock.NewDb(srv.Client(t))
-	leased := cron.WithLease(cron.LeaseConfig{Db: db})
+	db := lock.NewDB(srv.Client(t))
+	leased := cron.WithLease(cron.LeaseConfig{DB: db})
 	jobs := []cron.Job{
 		cron.Func("report", interval.AtLeast(time.Hour), func(context.Context, cron.Tick) error { return nil }, leased),
 		cron.Func("sweep", interval.AtLeast(time.Hour), func(context.Context, cron.Tick) error { return errSweep }, leased),

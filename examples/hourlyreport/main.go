@@ -68,7 +68,7 @@ import (
 // Redis handle and the demo's knobs.
 type Replica struct {
 	Name   string
-	Db     lock.Db
+	DB     lock.DB
 	Hour   time.Duration     // the report's interval
 	Lease  lock.Lock[string] // for -seed: held for 55/60 of Hour and never released
 	Events chan<- Event      // what the demo prints
@@ -94,7 +94,7 @@ func (j *HourlyReport) Interval() interval.Interval { return interval.AtLeast(j.
 
 // Lease asks for the runtime's lease, with its default TTL of 11/12 of the
 // interval.
-func (j *HourlyReport) Lease() cron.LeaseConfig { return cron.LeaseConfig{Db: j.r.Db} }
+func (j *HourlyReport) Lease() cron.LeaseConfig { return cron.LeaseConfig{DB: j.r.DB} }
 
 // Process runs only when this replica holds the interval's lease.
 func (j *HourlyReport) Process(ctx context.Context, tick cron.Tick) error {
@@ -116,7 +116,7 @@ func (j *SeedReport) Interval() interval.Interval { return interval.AtLeast(j.r.
 
 // Process runs the report unless another replica has run it this interval.
 func (j *SeedReport) Process(ctx context.Context, tick cron.Tick) error {
-	lease, err := j.r.Lease.TryLock(ctx, j.r.Db, "hourly-report")
+	lease, err := j.r.Lease.TryLock(ctx, j.r.DB, "hourly-report")
 	if err != nil {
 		return err // logged by the runtime; the job keeps its schedule
 	}
@@ -246,7 +246,7 @@ func run(out io.Writer, cfg config) error {
 	if cfg.admin != "" {
 		client := redis.NewClient(opts)
 		defer client.Close()
-		if page, err = serveAdmin(cfg.admin, lock.NewDb(client)); err != nil {
+		if page, err = serveAdmin(cfg.admin, lock.NewDB(client)); err != nil {
 			return err
 		}
 		defer page.srv.Close() // if run returns early; after Shutdown, a no-op
@@ -278,7 +278,7 @@ func run(out io.Writer, cfg config) error {
 		defer client.Close()
 		dep := Replica{
 			Name:   fmt.Sprintf("replica-%d", i+1),
-			Db:     lock.NewDb(client),
+			DB:     lock.NewDB(client),
 			Hour:   hour,
 			Lease:  lease,
 			Events: events,
@@ -333,7 +333,7 @@ func run(out io.Writer, cfg config) error {
 	if !cfg.seed && len(running) > 0 {
 		client := redis.NewClient(opts)
 		defer client.Close()
-		printRecord(out, lock.NewDb(client))
+		printRecord(out, lock.NewDB(client))
 	}
 	fmt.Fprintln(out, "all replicas stopped")
 	return errors.Join(errs...)
@@ -347,7 +347,7 @@ type adminServer struct {
 }
 
 // serveAdmin starts serving the status page of the jobs in db on addr.
-func serveAdmin(addr string, db lock.Db) (*adminServer, error) {
+func serveAdmin(addr string, db lock.DB) (*adminServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-admin: %w", err)
@@ -390,7 +390,7 @@ func browsable(addr net.Addr) string {
 
 // printRecord prints what the job's record in Redis says, as any replica
 // or an operator's tool reads it (cron.Admin).
-func printRecord(out io.Writer, db lock.Db) {
+func printRecord(out io.Writer, db lock.DB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := cron.NewAdmin(db).Status(ctx, "hourly-report")
@@ -459,7 +459,7 @@ func ping(ctx context.Context, opts *redis.Options) error {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := lock.NewDb(client).Ping(ctx); err != nil {
+	if err := lock.NewDB(client).Ping(ctx); err != nil {
 		return fmt.Errorf("cannot reach redis at %s: %w", opts.Addr, err)
 	}
 	return nil

@@ -19,7 +19,7 @@ var Paths = []string{
 	"knob: cron spec", "knob: duration policy", "knob: attempts >= 2", "knob: no startup run, catch-up",
 	"knob: spread (a spread tick ran)", "knob: slot TTL", "knob: history length", "knob: run deadline",
 	"knob: run deadline exceeded", "knob: Replace on a running replica", "knob: Remove", "knob: Add back",
-	"knob: rolling deploy", "knob: Db WithReplicas", "knob: client with only Process",
+	"knob: rolling deploy", "knob: DB WithReplicas", "knob: client with only Process",
 	// Faults.
 	"fault: kill", "fault: restart", "fault: redis down", "fault: redis stall", "fault: redis restart (keys lost)",
 	"fault: failover", "fault: clock step", "fault: SCRIPT FLUSH", "fault: replies lost (sent again)",
@@ -52,7 +52,7 @@ func Cover(sc *Scenario, h *History) []string {
 		}
 	}
 	if sc.Replicated {
-		add("knob: Db WithReplicas")
+		add("knob: DB WithReplicas")
 	} else if slices.Contains(sc.ProcessOnly[:], true) {
 		add("knob: client with only Process")
 	}

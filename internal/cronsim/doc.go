@@ -27,7 +27,7 @@
 // to 3 hours later), Redis down (up to 15 minutes), stalled (up to 3
 // minutes) or restarted empty, a clock step and its correction, a pause
 // and its resume, a run-now request, or a rolling deploy of a job's second
-// release. Half the seeds run with a Db that waits for a replica
+// release. Half the seeds run with a DB that waits for a replica
 // (lock.WithReplicas), and about one in eight simulated hours, from a
 // stream of its own, Redis fails over to its replica (crontest's
 // RedisFailover: the writes of the last 1 to 20 ms that no WAIT

@@ -33,10 +33,10 @@ type Scenario struct {
 	// Redis. Both are distinct, so that no two replicas act at one instant.
 	Offsets, Latencies [Replicas]time.Duration
 	Jobs               []Job
-	// Replicated is whether the jobs' Db, and the operator's, wait for a
+	// Replicated is whether the jobs' DB, and the operator's, wait for a
 	// replica (lock.WithReplicas(1, time.Second)).
 	Replicated bool
-	// ProcessOnly says which replicas' jobs have a Db over a client with
+	// ProcessOnly says which replicas' jobs have a DB over a client with
 	// only Process, as a user's metrics or tracing wrapper is: the
 	// runtime cannot pipeline on it, and sends a batch command by command.
 	// Not with Replicated, which needs a *redis.Client.

@@ -186,7 +186,7 @@ func (w *world) run() {
 		crontest.WithRedisLatency(sc.Latencies[:]...),
 		crontest.WithCronOptions(cron.WithLogger(slog.New(sink))))
 	rdb := w.c.Client()
-	admin := cron.NewAdmin(lock.NewDb(rdb, w.dbOptions()...))
+	admin := cron.NewAdmin(lock.NewDB(rdb, w.dbOptions()...))
 	ctx := context.Background()
 
 	probe := sc.Start.Add(probeEvery / 2).Add(7) // off every other instant
@@ -209,10 +209,10 @@ func (w *world) run() {
 	w.collect()
 }
 
-// dbOptions are the options of the jobs' Db and the operator's.
-func (w *world) dbOptions() []lock.DbOption {
+// dbOptions are the options of the jobs' DB and the operator's.
+func (w *world) dbOptions() []lock.DBOption {
 	if w.sc.Replicated {
-		return []lock.DbOption{lock.WithReplicas(1, time.Second)}
+		return []lock.DBOption{lock.WithReplicas(1, time.Second)}
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func (w *world) build(rdb *redis.Client, i int, j *Job) cron.Job {
 	}
 	version := j.Versions[v]
 	opts := []cron.FuncOption{cron.WithLease(cron.LeaseConfig{
-		Db: lock.NewDb(c, w.dbOptions()...), Attempts: version.Attempts, CatchUp: j.CatchUp, RunTTL: j.RunTTL, Backoff: j.Backoff,
+		DB: lock.NewDB(c, w.dbOptions()...), Attempts: version.Attempts, CatchUp: j.CatchUp, RunTTL: j.RunTTL, Backoff: j.Backoff,
 		TTL: version.TTL, History: version.History,
 	})}
 	if version.Deadline > 0 {

@@ -40,7 +40,7 @@ func (sc *Scenario) String() string {
 		fmt.Fprintf(&b, " %v", l.Round(time.Microsecond))
 	}
 	if sc.Replicated {
-		b.WriteString("; Db WithReplicas(1, 1s)")
+		b.WriteString("; DB WithReplicas(1, 1s)")
 	}
 	for i, p := range sc.ProcessOnly {
 		if p && !sc.Replicated {

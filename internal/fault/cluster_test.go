@@ -38,7 +38,7 @@ func TestClusterMigration(t *testing.T) {
 			}
 		}
 	})
-	dbs := []lock.Db{lock.NewDb(cl.Client(t)), lock.NewDb(cl.Client(t))}
+	dbs := []lock.DB{lock.NewDB(cl.Client(t)), lock.NewDB(cl.Client(t))}
 	locks := load{
 		Namespace:  "migrating",
 		TTL:        250 * time.Millisecond,

@@ -28,14 +28,14 @@ type cronArgs struct {
 // slotJob is a per-second Cron job with the built-in lease: it tells the
 // test process which slot each run is for, when it starts and when it ends.
 type slotJob struct {
-	db   lock.Db
+	db   lock.DB
 	link *fault.Link
 	work time.Duration
 }
 
 func (j *slotJob) Name() string                { return "per-second" }
 func (j *slotJob) Interval() interval.Interval { return interval.MustCron("* * * * * *") }
-func (j *slotJob) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: j.db} }
+func (j *slotJob) Lease() cron.LeaseConfig     { return cron.LeaseConfig{DB: j.db} }
 
 func (j *slotJob) Process(ctx context.Context, t cron.Tick) error {
 	// The startup run counts as the latest slot before it, as its lease does.
@@ -64,10 +64,10 @@ func cronReplicaRole(ctx context.Context, env *fault.Env) error {
 	skipped := func(t cron.Tick, reason string, _ error) {
 		_ = env.Link.Note("skip", t.Scheduled.Truncate(time.Second).Unix(), reason)
 	}
-	b := wakuwaku.NewServiceBuilder(lock.NewDb(rdb)).
+	b := wakuwaku.NewServiceBuilder(lock.NewDB(rdb)).
 		WithCronOptions(cron.WithClock(func() time.Time { return time.Now().Add(a.Offset) }),
 			cron.WithObserver(cron.Observer{RunSkipped: skipped}))
-	wakuwaku.CronJob(b, func(db lock.Db) *slotJob { return &slotJob{db: db, link: env.Link, work: a.Work} })
+	wakuwaku.CronJob(b, func(db lock.DB) *slotJob { return &slotJob{db: db, link: env.Link, work: a.Work} })
 	_, crons, err := b.Start()
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ import (
 // write that came after the newer holder's first write was refused.
 func TestFencedStaleWrites(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	const ttl = 40 * time.Millisecond
 	l := lock.New[string]("fenced", ttl).Fenced()
 	names := []string{"a", "b"}

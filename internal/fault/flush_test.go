@@ -45,7 +45,7 @@ func TestScriptFlush(t *testing.T) {
 	ctx, stop := context.WithTimeout(t.Context(), spell)
 	defer stop()
 	rec := fault.NewRecorder(0)
-	local := runLocal(ctx, lock.NewDb(srv.Client(t)), rec, coord.Resource, ld, 1, 16)
+	local := runLocal(ctx, lock.NewDB(srv.Client(t)), rec, coord.Resource, ld, 1, 16)
 	flushes := 0
 	for ctx.Err() == nil {
 		if err := admin.ScriptFlush(t.Context()).Err(); err != nil {

@@ -267,7 +267,7 @@ func TestCheckersCatchStolenLocks(t *testing.T) {
 	ctx, stop := context.WithTimeout(t.Context(), 2*time.Second)
 	defer stop()
 	rec := fault.NewRecorder(0)
-	wg := runLocal(ctx, lock.NewDb(srv.Client(t)), rec, fault.NewResource(), ld, 1, 8)
+	wg := runLocal(ctx, lock.NewDB(srv.Client(t)), rec, fault.NewResource(), ld, 1, 8)
 	l := lock.New[string](ld.Namespace, ld.TTL)
 	for ctx.Err() == nil {
 		for _, n := range ld.Names {

@@ -41,7 +41,7 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 	}
 	rdb := a.Conn.client()
 	defer rdb.Close()
-	db := lock.NewDb(rdb)
+	db := lock.NewDB(rdb)
 	l := lock.New[string](a.Namespace, a.TTL)
 	key := l.Key(a.Name)
 	rec := fault.NewRecorder(env.Child)
@@ -138,7 +138,7 @@ func holderRole(ctx context.Context, env *fault.Env) error {
 // acquire that succeeded was called and returned. An acquire whose Enter
 // came too late for the resource (this process stalled for a TTL) is
 // dropped, and the polling goes on.
-func takeOver(t *testing.T, db lock.Db, l lock.Lock[string], name string, res *fault.Resource, rec *fault.Recorder, within time.Duration) (*lock.Token, int64, int64) {
+func takeOver(t *testing.T, db lock.DB, l lock.Lock[string], name string, res *fault.Resource, rec *fault.Recorder, within time.Duration) (*lock.Token, int64, int64) {
 	t.Helper()
 	ctx := t.Context()
 	hold := rec.NewHold()
@@ -180,7 +180,7 @@ func takeOver(t *testing.T, db lock.Db, l lock.Lock[string], name string, res *f
 // stale is written either.
 func TestPausedHolder(t *testing.T) {
 	srv := redistest.Start(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	coord := fault.NewCoordinator(t)
 	rec := fault.NewRecorder(0)
 	const ttl = 400 * time.Millisecond

@@ -60,7 +60,7 @@ type runNote struct {
 // recordedJob is the leased job of the job-replica role.
 type recordedJob struct {
 	a    jobArgs
-	db   lock.Db
+	db   lock.DB
 	link *fault.Link
 	seq  atomic.Int64
 }
@@ -81,7 +81,7 @@ func (j *recordedJob) Interval() interval.Interval {
 }
 
 func (j *recordedJob) Lease() cron.LeaseConfig {
-	return cron.LeaseConfig{Db: j.db, Attempts: j.a.Attempts, Backoff: j.a.Backoff, CatchUp: j.a.CatchUp, RunTTL: j.a.RunTTL}
+	return cron.LeaseConfig{DB: j.db, Attempts: j.a.Attempts, Backoff: j.a.Backoff, CatchUp: j.a.CatchUp, RunTTL: j.a.RunTTL}
 }
 
 func (j *recordedJob) Process(ctx context.Context, t cron.Tick) error {
@@ -166,7 +166,7 @@ func jobReplicaRole(ctx context.Context, env *fault.Env) error {
 	}
 	rdb := a.Conn.client()
 	defer rdb.Close()
-	job := &recordedJob{a: a, db: lock.NewDb(rdb), link: env.Link}
+	job := &recordedJob{a: a, db: lock.NewDB(rdb), link: env.Link}
 	if a.Gate != "" {
 		if err := env.Link.Note("ready", 0, ""); err != nil {
 			return err
@@ -455,7 +455,7 @@ func TestJobKilledMidRun(t *testing.T) {
 			t.Parallel()
 			srv := redistest.Start(t)
 			coord := fault.NewCoordinator(t)
-			admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+			admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 			const slotLen, runTTL = 4 * time.Second, time.Second
 			args := jobArgs{
 				Conn: conn{Addr: srv.Addr()}, Name: "killed", Spec: "*/4 * * * * *", NoStartupRun: true,
@@ -686,7 +686,7 @@ func TestJobRetries(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	coord := fault.NewCoordinator(t)
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	const backoff = 500 * time.Millisecond
 	args := jobArgs{
 		Conn: conn{Addr: srv.Addr()}, Name: "flaky", Spec: "*/4 * * * * *", NoStartupRun: true,
@@ -835,7 +835,7 @@ func TestJobCatchUp(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	coord := fault.NewCoordinator(t)
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	const slotLen = 2 * time.Second
 	args := jobArgs{
 		Conn: conn{Addr: srv.Addr()}, Name: "nightly", Spec: "*/2 * * * * *", NoStartupRun: true,
@@ -954,7 +954,7 @@ func TestJobPause(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	coord := fault.NewCoordinator(t)
-	admin := cron.NewAdmin(lock.NewDb(srv.Client(t)))
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
 	args := jobArgs{
 		Conn: conn{Addr: srv.Addr()}, Name: "steered", Spec: "* * * * * *", NoStartupRun: true,
 		Work: 100 * time.Millisecond,

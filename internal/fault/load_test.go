@@ -92,7 +92,7 @@ type leaseToken interface {
 
 // run contends until ctx ends; the hold in progress then finishes. It returns
 // an error only when the resource can't be reached.
-func (c *contender) run(ctx context.Context, db lock.Db) error {
+func (c *contender) run(ctx context.Context, db lock.DB) error {
 	l := lock.New[string](c.ld.Namespace, c.ld.TTL)
 	rw := lock.NewRW[string](c.ld.Namespace, c.ld.TTL)
 	for ctx.Err() == nil {
@@ -113,7 +113,7 @@ func (c *contender) run(ctx context.Context, db lock.Db) error {
 	return nil
 }
 
-func (c *contender) lockOnce(ctx context.Context, db lock.Db, l lock.Lock[string], name string) error {
+func (c *contender) lockOnce(ctx context.Context, db lock.DB, l lock.Lock[string], name string) error {
 	key, hold := l.Key(name), c.rec.NewHold()
 	var tok *lock.Token
 	sent := fault.Now()
@@ -129,7 +129,7 @@ func (c *contender) lockOnce(ctx context.Context, db lock.Db, l lock.Lock[string
 	return c.hold(ctx, key, hold, sent, tok, fault.Extend, fault.Release, true)
 }
 
-func (c *contender) writeOnce(ctx context.Context, db lock.Db, l lock.RWLock[string], name string) error {
+func (c *contender) writeOnce(ctx context.Context, db lock.DB, l lock.RWLock[string], name string) error {
 	key, _ := l.Keys(name)
 	hold := c.rec.NewHold()
 	var tok *lock.Token
@@ -146,7 +146,7 @@ func (c *contender) writeOnce(ctx context.Context, db lock.Db, l lock.RWLock[str
 	return c.hold(ctx, key, hold, sent, tok, fault.Extend, fault.Release, true)
 }
 
-func (c *contender) readOnce(ctx context.Context, db lock.Db, l lock.RWLock[string], name string) error {
+func (c *contender) readOnce(ctx context.Context, db lock.DB, l lock.RWLock[string], name string) error {
 	key, _ := l.Keys(name) // readers and the writer of one name share a history partition
 	hold := c.rec.NewHold()
 	var tok *lock.ReadToken
@@ -258,7 +258,7 @@ func contendRole(ctx context.Context, env *fault.Env) error {
 			rdb.Close()
 		}
 	}()
-	db := lock.NewDb(rdb)
+	db := lock.NewDB(rdb)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
@@ -303,7 +303,7 @@ func contendRole(ctx context.Context, env *fault.Env) error {
 
 // runLocal runs n contenders in the test process until ctx ends, recording
 // into rec; ids start at first.
-func runLocal(ctx context.Context, db lock.Db, rec *fault.Recorder, res *fault.Resource, ld load, first int32, n int) *sync.WaitGroup {
+func runLocal(ctx context.Context, db lock.DB, rec *fault.Recorder, res *fault.Resource, ld load, first int32, n int) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i := range n {
 		c := newContender(first+int32(i), rec, local{res}, ld)

@@ -29,7 +29,7 @@ func isOOM(err error) bool {
 func TestOutOfMemory(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
 	raw := srv.Client(t)
-	db := lock.NewDb(srv.Client(t))
+	db := lock.NewDB(srv.Client(t))
 	ctx := t.Context()
 	l := lock.New[string]("oom", time.Minute)
 	rw := lock.NewRW[string]("oom", time.Minute)

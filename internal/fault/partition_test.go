@@ -74,8 +74,8 @@ func TestPartition(t *testing.T) {
 	proxy := fault.NewProxy(t, srv.Addr())
 	behind := conn{Addr: proxy.Addr()}.client()
 	t.Cleanup(func() { behind.Close() })
-	held := lock.NewDb(behind)
-	direct := lock.NewDb(srv.Client(t))
+	held := lock.NewDB(behind)
+	direct := lock.NewDB(srv.Client(t))
 	res := fault.NewResource()
 	rec := fault.NewRecorder(0)
 	const ttl = 300 * time.Millisecond
@@ -199,7 +199,7 @@ type cutSpell struct {
 // WhileHeld for spell, fenced work writing to res, while the proxy that
 // held goes through cuts every fifth of the TTL and another client tries
 // the lock directly.
-func cutThrough(t *testing.T, ctx context.Context, proxy *fault.Proxy, held, direct lock.Db, cl lock.Lock[string], name string, spell time.Duration, res *fault.Resource, rec *fault.Recorder) cutSpell {
+func cutThrough(t *testing.T, ctx context.Context, proxy *fault.Proxy, held, direct lock.DB, cl lock.Lock[string], name string, spell time.Duration, res *fault.Resource, rec *fault.Recorder) cutSpell {
 	t.Helper()
 	ttl := cl.TTL()
 	sent := fault.Now()

@@ -53,14 +53,14 @@ type failoverRun struct {
 type failoverJob struct {
 	name, replica string
 	attempts      int
-	db            lock.Db
+	db            lock.DB
 	record        func(failoverRun)
 }
 
 func (j *failoverJob) Name() string                { return j.name }
 func (j *failoverJob) Interval() interval.Interval { return interval.MustCron("* * * * * *") }
 func (j *failoverJob) Lease() cron.LeaseConfig {
-	l := cron.LeaseConfig{Db: j.db, Attempts: j.attempts, Backoff: 100 * time.Millisecond}
+	l := cron.LeaseConfig{DB: j.db, Attempts: j.attempts, Backoff: 100 * time.Millisecond}
 	if j.name == failoverRetriedLong {
 		l.RunTTL, l.TTL = failoverLongRunTTL, failoverLongClaimTTL
 	}
@@ -114,7 +114,7 @@ func sum(m map[string]int) int {
 // pauses failover-paused, and within 3 ms after that the master's host
 // fails
 // (the link cut, the master SIGKILLed); once the Sentinel has promoted the
-// replica, the runtimes go on for 3 s. Rounds alternate between Dbs
+// replica, the runtimes go on for 3 s. Rounds alternate between DBs
 // without and with WithReplicas(1, 200 ms), for the runtimes and the
 // operator alike.
 //
@@ -203,7 +203,7 @@ func jobFailoverRound(t *testing.T, wait bool, rng *rand.Rand, tl *failoverTally
 	t.Helper()
 	ctx := t.Context()
 	g := startSentinelGroup(t, 2, jobsReplLag)
-	var opts []lock.DbOption
+	var opts []lock.DBOption
 	if wait {
 		opts = append(opts, lock.WithReplicas(1, 200*time.Millisecond))
 	}
@@ -217,7 +217,7 @@ func jobFailoverRound(t *testing.T, wait bool, rng *rand.Rand, tl *failoverTally
 	began := time.Now()
 	var rts []*cron.Runtime
 	for i := range 3 {
-		db := lock.NewDb(failoverClient(t, g.sentinel), opts...)
+		db := lock.NewDB(failoverClient(t, g.sentinel), opts...)
 		replica := fmt.Sprintf("r%d", i)
 		var jobs []cron.Job
 		for _, j := range []struct {
@@ -252,7 +252,7 @@ func jobFailoverRound(t *testing.T, wait bool, rng *rand.Rand, tl *failoverTally
 	// A millisecond into the next slot: its owners' claims are on their
 	// way to the replicas.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + time.Millisecond)))
-	admin := cron.NewAdmin(lock.NewDb(failoverClient(t, g.sentinel), opts...))
+	admin := cron.NewAdmin(lock.NewDB(failoverClient(t, g.sentinel), opts...))
 	perr := admin.Pause(ctx, failoverPaused)
 	paused := time.Now()
 	switch {
@@ -272,7 +272,7 @@ func jobFailoverRound(t *testing.T, wait bool, rng *rand.Rand, tl *failoverTally
 	tl.rounds++
 	tl.pauses++
 	if perr == nil {
-		st, err := cron.NewAdmin(lock.NewDb(promoted.Client(t))).Status(ctx, failoverPaused)
+		st, err := cron.NewAdmin(lock.NewDB(promoted.Client(t))).Status(ctx, failoverPaused)
 		ranAfter := false
 		for _, r := range runs {
 			if r.job == failoverPaused && r.trigger == cron.TriggerSchedule && r.start.After(paused.Add(100*time.Millisecond)) {

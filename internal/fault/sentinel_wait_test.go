@@ -31,7 +31,7 @@ const failoverNames = 50
 // master is killed. Once the Sentinel has promoted the replica, a second
 // holder tries every name the first one holds, whose leases (60 s) are all
 // live: each it gets is a lock handed to a second holder. Rounds alternate
-// between a Db without and with WithReplicas(1, 1 s).
+// between a DB without and with WithReplicas(1, 1 s).
 //
 // Pass: with WithReplicas, no lock is handed out twice, and every acquire
 // either got a lock the replica had or failed with ErrNotReplicated. The
@@ -88,11 +88,11 @@ func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 	g := startSentinelGroup(t, 1, replLag)
 	master, replica, sentinel, sc := g.master, g.replicas[0], g.sentinel, g.sc
 
-	var opts []lock.DbOption
+	var opts []lock.DBOption
 	if wait {
 		opts = append(opts, lock.WithReplicas(1, time.Second))
 	}
-	first := lock.NewDb(failoverClient(t, sentinel), opts...)
+	first := lock.NewDB(failoverClient(t, sentinel), opts...)
 	l := lock.New[int]("failover", time.Minute)
 	var toks []int
 	for i := range failoverNames {
@@ -111,7 +111,7 @@ func failoverRound(t *testing.T, wait bool) (taken, stolen, notReplicated int) {
 	}
 	g.crash(t)
 	g.promoted(t)
-	second := lock.NewDb(failoverClient(t, sentinel))
+	second := lock.NewDB(failoverClient(t, sentinel))
 	for _, i := range toks {
 		tok, err := l.TryLock(ctx, second, i)
 		if err != nil {

@@ -24,7 +24,7 @@ import (
 // way the lock package's documentation shows: it takes a lock whose lease
 // covers most of the interval and never releases it.
 type reportJob struct {
-	db    lock.Db
+	db    lock.DB
 	l     lock.Lock[string]
 	every time.Duration
 
@@ -57,7 +57,7 @@ type holderLoop struct {
 	lastCompleted           atomic.Int64
 }
 
-func (h *holderLoop) run(ctx context.Context, db lock.Db, l lock.Lock[string], name string, res *fault.Resource, rec *fault.Recorder) {
+func (h *holderLoop) run(ctx context.Context, db lock.DB, l lock.Lock[string], name string, res *fault.Resource, rec *fault.Recorder) {
 	bg := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
 		sent := fault.Now()
@@ -132,27 +132,27 @@ func TestServerFaults(t *testing.T) {
 	child := startChildren(t, coord, func(int) contendArgs { return contendArgs{Conn: cn, Load: ld, Goroutines: 8} }, 1)[0]
 
 	var clients []*redis.Client
-	newDb := func() lock.Db {
+	newDB := func() lock.DB {
 		c := cn.client()
 		clients = append(clients, c)
-		return lock.NewDb(c)
+		return lock.NewDB(c)
 	}
 	ctx, stop := context.WithCancel(t.Context())
 	rec := fault.NewRecorder(0)
-	contenders := runLocal(ctx, newDb(), rec, coord.Resource, ld, 1, 8)
+	contenders := runLocal(ctx, newDB(), rec, coord.Resource, ld, 1, 8)
 	holders := make([]*holderLoop, 2)
 	var hw sync.WaitGroup
 	hl := lock.New[string]("server-holder", ttl)
 	for i := range holders {
 		holders[i] = &holderLoop{}
-		db := newDb()
+		db := newDB()
 		hw.Go(func() { holders[i].run(ctx, db, hl, fmt.Sprint("h", i), coord.Resource, rec) })
 	}
 	jobs := make([]*reportJob, 2)
 	runtimes := make([]*cron.Runtime, 2)
 	var panics atomic.Int64
 	for i := range jobs {
-		jobs[i] = &reportJob{db: newDb(), l: lock.New[string]("server-cron", 90*time.Millisecond), every: 100 * time.Millisecond}
+		jobs[i] = &reportJob{db: newDB(), l: lock.New[string]("server-cron", 90*time.Millisecond), every: 100 * time.Millisecond}
 		rt, err := cron.Start([]cron.Job{jobs[i]}, cron.WithObserver(cron.Observer{
 			RunFinished: func(_ cron.Tick, err error, _ time.Duration) {
 				if _, ok := errors.AsType[*cron.PanicError](err); ok {

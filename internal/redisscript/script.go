@@ -70,18 +70,18 @@ func IsNoScript(err error) bool {
 	return strings.HasPrefix(err.Error(), "NOSCRIPT") || redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
-// ClientOf returns the client of a lock.Db or lock.ReadOnlyDb, after the
-// checks a lock operation in namespace would make (a Db without a client,
+// ClientOf returns the client of a lock.DB or lock.ReadOnlyDB, after the
+// checks a lock operation in namespace would make (a DB without a client,
 // one that may not take locks in namespace), so that the cron runtime can
 // keep its records through the same handle its leases use. It is the
-// caller's own client, beneath what a Db's options wrap around it: a
+// caller's own client, beneath what a DB's options wrap around it: a
 // record's commands are not lock operations to observe, they wait for
 // replicas by themselves (see ReplicationOf and Script.RunWait), and the
 // runtime subscribes through it. Package lock
 // sets it when it is initialized; nothing outside this module can reach it.
 var ClientOf func(db any, namespace string) (Client, error)
 
-// Replication is what a lock.Db made with lock.WithReplicas asks of every
+// Replication is what a lock.DB made with lock.WithReplicas asks of every
 // write that decides who holds something: that N replicas acknowledge it
 // (Redis WAIT) within WaitMs. The zero Replication asks nothing.
 type Replication struct {
@@ -89,7 +89,7 @@ type Replication struct {
 	WaitMs int64
 }
 
-// ReplicationOf returns the Replication of a lock.Db (the zero one for
+// ReplicationOf returns the Replication of a lock.DB (the zero one for
 // anything else). Package lock sets it when it is initialized, as it sets
 // ClientOf.
 var ReplicationOf = func(db any) Replication { return Replication{} }

@@ -387,13 +387,13 @@ var everySecond = interval.MustCron("* * * * * *").WithoutStartupRun()
 // leasedJob is a job of ours, leased on its replica's client.
 type leasedJob struct {
 	i  int
-	db lock.Db
+	db lock.DB
 	t  *tally
 }
 
 func (j *leasedJob) Name() string                { return "job-" + strconv.Itoa(j.i) }
 func (j *leasedJob) Interval() interval.Interval { return everySecond }
-func (j *leasedJob) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: j.db} }
+func (j *leasedJob) Lease() cron.LeaseConfig     { return cron.LeaseConfig{DB: j.db} }
 func (j *leasedJob) Process(_ context.Context, tk cron.Tick) error {
 	j.t.ran(j.i, tk.Slot.Start)
 	return nil
@@ -403,7 +403,7 @@ func (j *leasedJob) Process(_ context.Context, tk cron.Tick) error {
 func startReplica(lib string, r int, c redis.UniversalClient, jobs int, t *tally) (func() error, error) {
 	switch lib {
 	case "ours", "ours-ap":
-		db := lock.NewDb(c)
+		db := lock.NewDB(c)
 		if lib == "ours-ap" {
 			// The same, through go-redis's blocking autopipeliner: the
 			// claims, completions and looks that many jobs send at one
@@ -419,7 +419,7 @@ func startReplica(lib string, r int, c redis.UniversalClient, jobs int, t *tally
 			if err != nil || ap == nil {
 				return nil, fmt.Errorf("no autopipeliner: %v", err)
 			}
-			db = lock.NewDb(ap)
+			db = lock.NewDB(ap)
 		}
 		js := make([]cron.Job, jobs)
 		for i := range js {

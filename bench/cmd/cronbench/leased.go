@@ -19,12 +19,12 @@ import (
 // leasedJob is a leased job of our runtime on ourBurst, over db.
 type leasedJob struct {
 	name string
-	db   lock.Db
+	db   lock.DB
 }
 
 func (j *leasedJob) Name() string                { return j.name }
 func (j *leasedJob) Interval() interval.Interval { return ourBurst }
-func (j *leasedJob) Lease() cron.LeaseConfig     { return cron.LeaseConfig{Db: j.db} }
+func (j *leasedJob) Lease() cron.LeaseConfig     { return cron.LeaseConfig{DB: j.db} }
 func (j *leasedJob) Process(_ context.Context, t cron.Tick) error {
 	rec.add(time.Since(t.Scheduled))
 	return nil
@@ -45,7 +45,7 @@ func runLeased(n, due int, spread, dur time.Duration) error {
 	defer srv.Close()
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()
-	db := lock.NewDb(client)
+	db := lock.NewDB(client)
 	now := time.Now()
 	spec := dailySpec(now)
 	// No startup run: the first runs are a burst's, and the start sends
