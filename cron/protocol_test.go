@@ -1013,3 +1013,85 @@ func TestProtocolSpreadRunEndsBeforeDue(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolFollowNotice: replica a runs slot S at its tick; then Redis
+// loses the record (E11), and replica b, started after S began, runs S
+// again (its startup run's late tick, R14) and dies in the run. a ticked S
+// already and has no look planned at it; b's follow notice (E14) makes a
+// follow the run and run S's second attempt once b's run lease ends.
+// Before, nobody did, and S was not retried (simulator seed 2005375, a
+// limit PROTOCOL.md stated).
+func TestProtocolFollowNotice(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *")
+	S := halfSlotBefore(every)
+	lease := cron.LeaseConfig{Attempts: 2, Backoff: time.Second, RunTTL: time.Second}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	ranA := make(chan cron.Tick, 4)
+	la := lease
+	la.DB = lock.NewDB(srv.Client(t))
+	rta, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec.WithoutStartupRun(), process: func(_ context.Context, tk cron.Tick) error {
+		ranA <- tk
+		return nil
+	}}, lease: la}}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rta.Shutdown(context.Background()) })
+	select {
+	case tk := <-ranA:
+		if !tk.Slot.Start.Equal(S) {
+			t.Fatalf("a ran slot %v; the test wants its tick of %v", tk.Slot.Start, S)
+		}
+	case <-time.After(time.Until(S.Add(time.Second))):
+		t.Fatalf("a did not run slot %v at its tick", S)
+	}
+	waitStatus(t, lock.NewDB(raw), "report", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "done" })
+	// E11: Redis loses the record and its history.
+	ctx := context.Background()
+	keys, err := raw.Keys(ctx, "@@wakuwaku-cron:{*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the record's keys: %v, %v", keys, err)
+	}
+	if err := raw.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// b starts at S + 1.5s, past the look's grace: its startup run claims
+	// S again, and b dies in the run (its Redis is gone for good).
+	time.Sleep(time.Until(S.Add(1500 * time.Millisecond)))
+	var deadB atomic.Bool
+	cb := srv.Client(t)
+	cb.AddHook(deadClient{&deadB})
+	ranB := make(chan cron.Tick, 4)
+	lb := lease
+	lb.DB = lock.NewDB(cb)
+	rtb, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		deadB.Store(true)
+		ranB <- tk
+		return errors.New("died")
+	}}, lease: lb}}, cron.WithReplica("b"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+	select {
+	case tk := <-ranB:
+		if !tk.Slot.Start.Equal(S) || tk.Attempt != 1 {
+			t.Fatalf("b ran slot %v, attempt %d; the test wants its startup run of slot %v", tk.Slot.Start, tk.Attempt, S)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("b's startup run did not run slot %v", S)
+	}
+	select {
+	case tk := <-ranA:
+		if !tk.Slot.Start.Equal(S) || tk.Attempt != 2 {
+			t.Errorf("a ran slot %v, attempt %d (%v); want slot %v's second attempt", tk.Slot.Start, tk.Attempt, tk.Trigger, S)
+		}
+	case <-time.After(time.Until(S.Add(every - time.Second))):
+		t.Fatalf("slot %v, whose run at b's start died with an attempt left, got no second attempt before the next slot", S)
+	}
+}

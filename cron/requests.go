@@ -67,6 +67,14 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 			}
 			continue
 		case *redis.Message:
+			if id, name, ok := parseFollow(v.Payload); ok {
+				r.mu.Lock()
+				if e := r.leased[name]; e != nil {
+					r.heardFollow(e, id)
+				}
+				r.mu.Unlock()
+				continue
+			}
 			r.mu.Lock()
 			e := r.leased[v.Payload]
 			r.mu.Unlock()

@@ -206,6 +206,9 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	}
 	t.Attempt, t.Trigger = c.attempt, c.trigger
 	a.slot = c.slot
+	if offTick(a, s) {
+		r.announceFollow(ctx, a, s)
+	}
 	return c.run, true
 }
 

@@ -908,45 +908,13 @@ func (c *checker) retried(j *Job, s *slot) {
 		has := ok && next.Start.Equal(s.start) && due.Before(v.LeaseEnd(next))
 		owed = owed || has && tried < v.Attempts && c.upThrough(i, last.Start, due)
 	}
-	if !owed || c.aloneAtStart(s, last, due) {
+	if !owed {
 		return
 	}
 	if !c.warned(j.Name, s.start, from, due) {
 		c.add("I4", "retry lost", j.Name, due, "slot %s was not run again after %s, with attempts left, though Redis was well from %s",
 			s.key, describe(last), stamp(from))
 	}
-}
-
-// startGrace is how soon after a replica's start its start's claims run:
-// the catch-up, and the late tick of a slot still in its claim window.
-const startGrace = time.Minute
-
-// aloneAtStart reports the limit PROTOCOL.md states (Limits): every run of
-// s since the record was last lost is one replica's, begun as that replica
-// started (its catch-up, or its late tick of a slot the others ticked
-// before the record was lost or while the job was paused), and the
-// replica was killed in the last of them and did not start again before
-// the retry was due. No other replica claimed the slot, so none has a look
-// planned at it (seeds 2005375 and 4001036).
-func (c *checker) aloneAtStart(s *slot, last *Run, due time.Time) bool {
-	if !errors.Is(last.Err, crontest.ErrKilled) || c.upDuring(last.Replica, last.End.Add(time.Nanosecond), due) {
-		return false
-	}
-	for _, r := range s.runs {
-		if r.Replica != last.Replica {
-			return false
-		}
-		atStart := false
-		for _, u := range c.up[r.Replica] {
-			if !r.Start.Before(u.from) && r.Start.Sub(u.from) <= startGrace && u.from.After(c.start) {
-				atStart = true
-			}
-		}
-		if !atStart {
-			return false
-		}
-	}
-	return true
 }
 
 // I4, for a duration policy, whose slots are each replica's own: while a

@@ -51,7 +51,7 @@ func hourlyRuns() []Run {
 	return runs
 }
 
-// aloneAtStart is the history of the Limits case: slot 11:00, paused from
+// aloneAtStart is the history of a slot run by one replica's start alone: slot 11:00, paused from
 // 10:50 to 11:10, run once by r2's catch-up at its restart at 11:20 and
 // killed at 11:22; or, with tick, by r2's tick at 11:00, killed at 11:02.
 func aloneAtStart(tick bool) *History {
@@ -415,10 +415,11 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
-			// PROTOCOL.md, Limits: r2 restarts at 11:20 and its start's
-			// catch-up runs 11:00, which the others ticked while paused;
-			// r2 is killed in it and stays down, so nobody looks at 11:00.
-			name: "a catch-up alone at a start, its replica killed", want: "",
+			// r2 restarts at 11:20 and its start's catch-up runs 11:00,
+			// which the others ticked while paused; r2 is killed in it and
+			// stays down. Its follow notice (E14) tells the others to look
+			// at 11:00, so a second attempt is owed.
+			name: "a catch-up alone at a start, its replica killed", want: "I4", about: "was not run again",
 			sc: func() *Scenario {
 				sc := crafted(hourlySpec, 2)
 				sc.Events = []Event{{At: 80 * time.Minute, Kind: Restart, Replica: 2}, {At: 82 * time.Minute, Kind: Kill, Replica: 2}}

@@ -3,6 +3,7 @@ package cronsim
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/crontest"
@@ -27,7 +28,7 @@ var Paths = []string{
 	// The protocol's paths.
 	"E1 tick ran", "E2/E3 retry or follow-up ran", "E4 catch-up ran", "E5 request ran",
 	"run failed", "run panicked", "run killed", "run lost its lease (R11)", "run ignored its cancellation",
-	"slot retried to success",
+	"slot retried to success", "E14 a start's run of a slot retried by another replica",
 	"skip: " + cron.ReasonLeaseHeld, "skip: " + cron.ReasonRunning, "skip: " + cron.ReasonPaused,
 	"skip: " + cron.ReasonRetryWait, "skip: " + cron.ReasonAttemptsUsedUp, "skip: " + cron.ReasonStillRunning,
 	"skip: " + cron.ReasonAdmissionFailed, "skip: " + cron.ReasonTooLate,
@@ -75,6 +76,23 @@ func Cover(sc *Scenario, h *History) []string {
 			add("knob: Remove")
 		case Add.String():
 			add("knob: Add back")
+		}
+	}
+	// E14: a slot that a replica's start ran (its catch-up, or the late
+	// tick of its startup run), whose next attempt another replica ran.
+	atStart := make(map[string]*Run)
+	for i := range h.Runs {
+		r := &h.Runs[i]
+		if r.Number < 0 || r.Tick.Trigger == cron.TriggerRequest {
+			continue
+		}
+		k := r.Job + " " + r.Tick.Slot.Start.String()
+		if p := atStart[k]; p != nil && p.Replica != r.Replica && r.Tick.Attempt == p.Tick.Attempt+1 {
+			add("E14 a start's run of a slot retried by another replica")
+		}
+		delete(atStart, k)
+		if r.Tick.Trigger == cron.TriggerCatchUp || r.Tick.Run == 1 && r.Tick.Started.Sub(r.Tick.Slot.Start) > 2*time.Second {
+			atStart[k] = r
 		}
 	}
 	for _, r := range h.Runs {

@@ -105,12 +105,10 @@
 // an outage); a
 // replica whose clock is more than 10 s off, or was stepped, lets slots go
 // (I4, and I2's lease spacing); a killed replica holds the job for its run
-// lease; nothing is owed while Redis is down or stalled; and a slot that
-// only one replica's start claimed (its catch-up, or its late tick of a
-// slot the others ticked before Redis lost the record or while the job
-// was paused) gets no retry if that replica is killed in the run and does
-// not start again meanwhile, since no other replica has a look planned at
-// it (I4; cron/PROTOCOL.md, Limits).
+// lease; and nothing is owed while Redis is down or stalled. A slot that
+// only one replica's start claimed is owed its retry like any other: the
+// start's follow notice (E14) tells the other replicas (seeds 2005375 and
+// 4001036 once found it lost).
 //
 // # Running it
 //
