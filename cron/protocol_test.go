@@ -1095,3 +1095,71 @@ func TestProtocolFollowNotice(t *testing.T) {
 		t.Fatalf("slot %v, whose run at b's start died with an attempt left, got no second attempt before the next slot", S)
 	}
 }
+
+// TestProtocolRequestPassedOnAfterRemove: an operator asks for a run while
+// replica a runs the job, and a removes the job before that run ends. The
+// run's completion finds the request waiting, which a can no longer
+// serve: it announces the request again, and replica b runs it at once.
+// Before, the request waited for b's next claim, an hour later (simulator
+// seeds 3002861, 3006521).
+func TestProtocolRequestPassedOnAfterRemove(t *testing.T) {
+	srv := redistest.Start(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	spec := interval.MustCron("0 * * * *")
+	lease := cron.LeaseConfig{Attempts: 2, RunTTL: time.Second}
+
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	la := lease
+	la.DB = lock.NewDB(srv.Client(t))
+	rta, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(context.Context, cron.Tick) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}}, lease: la}}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rta.Shutdown(context.Background()) })
+	select {
+	case <-started:
+	case <-time.After(3 * time.Second):
+		t.Fatal("a's startup run did not start")
+	}
+
+	ranB := make(chan cron.Tick, 4)
+	lb := lease
+	lb.DB = lock.NewDB(srv.Client(t))
+	rtb, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec.WithoutStartupRun(), process: func(_ context.Context, tk cron.Tick) error {
+		ranB <- tk
+		return nil
+	}}, lease: lb}}, cron.WithReplica("b"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+
+	db := lock.NewDB(srv.Client(t))
+	if err := cron.NewAdmin(db).RunNow(t.Context(), "report"); err != nil {
+		t.Fatal(err)
+	}
+	// b hears the request and finds a's run holding the job (R9): the
+	// completion of that run is to serve it.
+	time.Sleep(300 * time.Millisecond)
+	removed := make(chan error, 1)
+	go func() { removed <- rta.Remove(context.Background(), "report") }()
+	waitStatus(t, db, "report", func(st cron.JobStatus) bool { return st.Running != nil })
+	time.Sleep(100 * time.Millisecond) // Remove has marked the job
+	close(release)
+	if err := <-removed; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tk := <-ranB:
+		if tk.Trigger != cron.TriggerRequest {
+			t.Errorf("b ran %v; want the requested run", tk.Trigger)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the run-now request that a's completion found waiting was not run within 3s by b, which runs the job")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 )
 
@@ -110,5 +111,20 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 			// lost connection is: ask again.
 			_ = ps.Subscribe(lctx, runNowChannel)
 		}
+	}
+}
+
+// passRequest announces again the run-now request that a's completion
+// found waiting (R16's announcement), when this replica can't serve it, so
+// that the replicas that run the job send E5 now rather than at their next
+// claim. If it fails, the request waits in the record for that claim.
+func (r *Runtime) passRequest(ctx context.Context, a *runArgs, s *jobState) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
+	defer cancel()
+	pub := redis.NewIntCmd(pctx, "publish", runNowChannel, s.name)
+	pub.SetFirstKeyPos(1)
+	if err := redisscript.Process(pctx, s.c, pub); err != nil {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
+			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}
 }

@@ -140,12 +140,13 @@ func (r *Runtime) lookAgainAfterError(a *runArgs) {
 // says), and id its record id, if known.
 //
 // The run gets the runtime's context (not that of the run that asked for
-// it, which ends with it).
-func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id string) {
+// it, which ends with it). It reports whether the run started: not once
+// the runtime shuts down or e was removed.
+func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id string) bool {
 	r.mu.Lock()
 	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	now := r.now()
 	if slot.IsZero() {
@@ -165,6 +166,7 @@ func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id s
 	r.inflight.Add(1)
 	r.mu.Unlock()
 	r.alone(r.ctx, a)
+	return true
 }
 
 // finishedOffSchedule records the end of a run of e that offSchedule

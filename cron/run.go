@@ -284,8 +284,10 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 	if c.open {
 		r.lookAgain(a.e, s, modeRetry, t.Slot, a.slot, c.backoff)
 	}
-	if c.wanted {
-		r.offSchedule(a.e, modeRequest, interval.Slot{}, "")
+	if c.wanted && !r.offSchedule(a.e, modeRequest, interval.Slot{}, "") {
+		// R12: this replica no longer runs the job (removed, or shutting
+		// down): the request is announced again, for a replica that does.
+		r.passRequest(ctx, a, s)
 	}
 }
 
