@@ -260,12 +260,16 @@ local function start(slot, try, why, ...)
 	return answer({1, try, why, slot}, 'run', ARGV[4] .. '|' .. now .. '|' .. (now + tonumber(ARGV[6])) .. '|' ..
 		try .. '|' .. why .. '|' .. slot .. '|' .. now .. '|' .. replica, ...)
 end
--- R9: a request runs when nothing holds the run lease.
+-- R9: a request runs when nothing holds the run lease, filed under the
+-- slot it arrived in: a Cron job's S, which the claim names; a duration
+-- policy's latest slot, the record's.
 local function request()
 	if running or not want then
 		return nil
+	elseif L then
+		return start(slot or '', 1, 'request', 'want', '')
 	end
-	return start(slot or '', 1, 'request', 'want', '')
+	return start(S, 1, 'request', 'want', '')
 end
 if mode == 'request' then
 	local r = request()
