@@ -236,7 +236,8 @@ func TestLostRunEndsWhenLastAlive(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("killed-%d", tc.beats)
-			s, err := newJobState(every, LeaseConfig{Db: db, Name: name, TTL: time.Minute, RunTTL: runTTL}, "r0", time.Now)
+			// A replica's name may hold a '|': the last part of the run.
+			s, err := newJobState(every, LeaseConfig{Db: db, Name: name, TTL: time.Minute, RunTTL: runTTL}, "r|0", time.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,8 +293,8 @@ func TestLostRunEndsWhenLastAlive(t *testing.T) {
 				r    *RunRecord
 			}{{"Last", st.Last}, {"LastFailure", st.LastFailure}, {"History[0]", &st.History[0]}} {
 				switch {
-				case r.r == nil || r.r.Outcome != "lost" || !r.r.Started.Equal(dead.Started):
-					t.Errorf("%s = %+v, want the lost run started at %v", r.what, r.r, dead.Started)
+				case r.r == nil || r.r.Outcome != "lost" || !r.r.Started.Equal(dead.Started) || r.r.Replica != "r|0":
+					t.Errorf("%s = %+v, want the lost run on r|0 started at %v", r.what, r.r, dead.Started)
 				case !r.r.Finished.Equal(alive) || r.r.Duration != alive.Sub(dead.Started):
 					t.Errorf("%s ended at %v (after %v), want %v (after %v): when it was last known alive, not its lease's end %v",
 						r.what, r.r.Finished, r.r.Duration, alive, alive.Sub(dead.Started), dead.Deadline)
