@@ -179,7 +179,9 @@ type RunRecord struct {
 	// Finished and Duration are set for a run that ended; Deadline, when
 	// its run lease ends unless extended, for one in progress. A run in
 	// progress whose Deadline has passed has lost its replica; the next
-	// claim of any replica records it as lost.
+	// claim of any replica records it as lost, finished when it was last
+	// known alive: its last heartbeat, or its start if none came (its
+	// Error says how long after that its run lease expired).
 	Finished time.Time     `json:"finished,omitzero"`
 	Duration time.Duration `json:"-"` // durationMs in JSON
 	Deadline time.Time     `json:"deadline,omitzero"`
@@ -388,12 +390,18 @@ func parseStatus(job string, f map[string]string) JobStatus {
 	st.Attempts, _ = strconv.Atoi(slot[3])
 	st.RunRequested = want[0] != ""
 	st.RequestedAt = msTime(want[0])
-	// run = token|since|until|try|why|slot|by; a run of an earlier
+	// run = token|since|until|try|why|slot|beat|by; a run of an earlier
 	// layout (a token alone) is none to the scripts, and so to the status.
-	if run := parts(f["run"], 7); strings.Count(f["run"], "|") >= 6 {
+	if run := parts(f["run"], 8); strings.Count(f["run"], "|") >= 6 {
+		by := run[7]
+		if !isBeat(run[6], run[1], run[2]) {
+			// The previous release's run, without beat (PROTOCOL.md, the
+			// record): its replica's name is the rest.
+			by = strings.SplitN(f["run"], "|", 7)[6]
+		}
 		r := RunRecord{
 			Slot:     slotName(run[5]),
-			Replica:  run[6],
+			Replica:  by,
 			Trigger:  parseTrigger(run[4]),
 			Started:  msTime(run[1]),
 			Deadline: msTime(run[2]),
@@ -411,8 +419,24 @@ func parseStatus(job string, f map[string]string) JobStatus {
 		r := endedRun(fail[2], fail[3], fail[4], fail[1], fail[0], fail[5], fail[6])
 		r.Error = f["fail.error"]
 		st.LastFailure = &r
+		// A lost run's last.end is its run lease's end, until which it
+		// held the job; it ended when it was last known alive, fail.end
+		// (C1).
+		if l := st.Last; l != nil && l.Outcome == "lost" && sameRun(*l, r) {
+			l.Finished, l.Duration = r.Finished, r.Duration
+		}
 	}
 	return st
+}
+
+// isBeat reports whether beat, the seventh part of a run, is one: a
+// number of milliseconds from the run's since to its until. A run of the
+// previous release has none, and its replica's name may hold a '|'.
+func isBeat(beat, since, until string) bool {
+	b, err := strconv.ParseInt(beat, 10, 64)
+	s, serr := strconv.ParseInt(since, 10, 64)
+	u, uerr := strconv.ParseInt(until, 10, 64)
+	return err == nil && serr == nil && uerr == nil && s <= b && b <= u
 }
 
 // parts splits a packed field into its n parts, the last of which may

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,5 +209,167 @@ func checkHistoryExpiry(t *testing.T, c, admin *redis.Client, exact bool) {
 	}
 	if later > 0 {
 		t.Errorf("%d of %d histories expire after their records, want none", later, jobs)
+	}
+}
+
+// TestLostRunEndsWhenLastAlive lets runs of a Cron job die with their
+// replica on a real redis-server, one after two heartbeats and one before
+// any: the claim that records each lost (C1) ends it when it was last
+// known alive, its last heartbeat or its claim, in the history, the last
+// run and the last failure, and says in the error how long after that the
+// run lease expired. It used to end them at the run lease's end, so a run
+// killed early showed as lasting the whole run lease.
+func TestLostRunEndsWhenLastAlive(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	db := lock.NewDB(rdb)
+	every := interval.MustCron("* * * * * *")
+	const runTTL = 300 * time.Millisecond
+	ctx := t.Context()
+	admin := NewAdmin(db)
+	base := time.Now().Truncate(time.Second).Add(-10 * time.Second)
+	for _, tc := range []struct {
+		name  string
+		beats int
+	}{
+		{"after two heartbeats", 2},
+		{"before any heartbeat", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("killed-%d", tc.beats)
+			// A replica's name may hold a '|': the last part of the run.
+			s, err := newJobState(every, LeaseConfig{DB: db, Name: name, TTL: time.Minute, RunTTL: runTTL}, "r|0", time.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claim := func(i int) *runLease {
+				t.Helper()
+				slot := every.Plan(base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second)).Slot
+				tick := Tick{Slot: slot, Scheduled: slot.Start}
+				c, err := s.claim(ctx, modeTick, &tick, time.Time{}, "")
+				if err != nil || c.run == nil {
+					t.Fatalf("claim of slot %d = %+v, %v; want a run", i, c, err)
+				}
+				return c.run
+			}
+			run := claim(1)
+			for range tc.beats {
+				time.Sleep(runTTL / 3)
+				if held, err := run.Extend(ctx); err != nil || !held {
+					t.Fatalf("heartbeat = %v, %v; want the run lease extended", held, err)
+				}
+			}
+			// Its replica dies: no completion, no more heartbeats. The
+			// run lease ends a run TTL after the last beat.
+			st, err := admin.Status(ctx, name)
+			if err != nil || st.Running == nil {
+				t.Fatalf("Status = %+v, %v; want a run in progress", st, err)
+			}
+			dead := *st.Running
+			alive := dead.Deadline.Add(-runTTL)
+			if tc.beats == 0 && !alive.Equal(dead.Started) {
+				t.Fatalf("the run started at %v, and its lease ends at %v: want it to end a run TTL (%v) after", dead.Started, dead.Deadline, runTTL)
+			}
+			for {
+				now, err := rdb.Time(ctx).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if now.After(dead.Deadline) {
+					break
+				}
+				time.Sleep(dead.Deadline.Sub(now) + time.Millisecond)
+			}
+			claim(2) // C1 records it lost
+			st, err = admin.Status(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("the run lease expired %d ms after its last heartbeat:", runTTL.Milliseconds())
+			if tc.beats == 0 {
+				want = fmt.Sprintf("the run lease expired %d ms after its start, and no heartbeat came:", runTTL.Milliseconds())
+			}
+			for _, r := range []struct {
+				what string
+				r    *RunRecord
+			}{{"Last", st.Last}, {"LastFailure", st.LastFailure}, {"History[0]", &st.History[0]}} {
+				switch {
+				case r.r == nil || r.r.Outcome != "lost" || !r.r.Started.Equal(dead.Started) || r.r.Replica != "r|0":
+					t.Errorf("%s = %+v, want the lost run on r|0 started at %v", r.what, r.r, dead.Started)
+				case !r.r.Finished.Equal(alive) || r.r.Duration != alive.Sub(dead.Started):
+					t.Errorf("%s ended at %v (after %v), want %v (after %v): when it was last known alive, not its lease's end %v",
+						r.what, r.r.Finished, r.r.Duration, alive, alive.Sub(dead.Started), dead.Deadline)
+				case r.what != "Last" && !strings.HasPrefix(r.r.Error, want):
+					t.Errorf("%s's error = %q, want it to begin %q", r.what, r.r.Error, want)
+				}
+			}
+		})
+	}
+}
+
+// TestLostRunOfPreviousRelease writes runs as the previous release did,
+// without a beat (PROTOCOL.md, the record), whose replicas' names hold a
+// '|' or not: a claim finds such a run's lease held, and once it has
+// ended records it lost at its lease's end, by its replica's whole name.
+func TestLostRunOfPreviousRelease(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	db := lock.NewDB(rdb)
+	every := interval.MustCron("* * * * * *")
+	ctx := t.Context()
+	admin := NewAdmin(db)
+	base := time.Now().Truncate(time.Second).Add(-10 * time.Second)
+	for i, by := range []string{"old-r9", "old|r9", "1|r9"} {
+		name := fmt.Sprintf("old-%d", i)
+		s, err := newJobState(every, LeaseConfig{DB: db, Name: name, TTL: time.Minute, RunTTL: time.Second}, "r0", time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claim := func(at time.Time) claimed {
+			t.Helper()
+			slot := every.Plan(at, at).Slot
+			tick := Tick{Slot: slot, Scheduled: slot.Start}
+			c, err := s.claim(ctx, modeTick, &tick, time.Time{}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		c := claim(base) // makes the record
+		if c.run == nil {
+			t.Fatalf("%s: first claim = %+v, want a run", by, c)
+		}
+		if _, err := s.complete(ctx, c.run, 1, base, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		now, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		since, until := now.UnixMilli()-50, now.UnixMilli()+200
+		slot, _ := every.Plan(base.Add(time.Second), base.Add(time.Second)).Slot.Key()
+		old := fmt.Sprintf("tok|%d|%d|1|schedule|%s|%s", since, until, slot, by)
+		if err := rdb.HSet(ctx, recordKey(name), "run", old).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if c := claim(base.Add(2 * time.Second)); c.run != nil {
+			t.Fatalf("%s: a claim while the previous release's run holds the lease = %+v, want it refused", by, c)
+		}
+		st, err := admin.Status(ctx, name)
+		if err != nil || st.Running == nil || st.Running.Replica != by {
+			t.Fatalf("%s: Status = %+v, %v; want the run in progress on %s", by, st.Running, err, by)
+		}
+		time.Sleep(time.Until(time.UnixMilli(until)) + 50*time.Millisecond)
+		if c := claim(base.Add(3 * time.Second)); c.run == nil {
+			t.Fatalf("%s: a claim after the run's lease ended = %+v, want a run", by, c)
+		}
+		st, err = admin.Status(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := st.Last; l == nil || l.Outcome != "lost" || l.Replica != by || l.Finished.UnixMilli() != until {
+			t.Errorf("%s: Last = %+v, want the run lost on %s, ended at its lease's end", by, l, by)
+		}
+		if h := st.History[0]; h.Replica != by || h.Finished.UnixMilli() != until {
+			t.Errorf("%s: History[0] = %+v, want the run on %s, ended at its lease's end", by, h, by)
+		}
 	}
 }

@@ -208,7 +208,6 @@ type LeaseConfig struct {
 	//
 	// Deprecated: use DB.
 	Db lock.DB //lint:ignore ST1003 the former name, kept for one release
-
 }
 
 // LeaseNamespace is the lock namespace of the leases of [Leased] jobs.

@@ -141,11 +141,11 @@ func TestRunProtocolRoundTrips(t *testing.T) {
 	}
 }
 
-// BenchmarkRunProtocol measures a leased run's claim and completion, and
-// a losing replica's claim of a slot already done, beside the bare lease
-// that leased jobs took before they had records (one TryLock of a key per
-// slot), on a real redis-server: time, round trips and server commands per
-// run.
+// BenchmarkRunProtocol measures a leased run's claim and completion, a
+// losing replica's claim of a slot already done, and a run's heartbeat,
+// beside the bare lease that leased jobs took before they had records (one
+// TryLock of a key per slot), on a real redis-server: time, round trips
+// and server commands per run.
 func BenchmarkRunProtocol(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
@@ -181,6 +181,27 @@ func BenchmarkRunProtocol(b *testing.B) {
 		b.ReportMetric(float64(p.c.n.Load())/float64(b.N), "rt/run")
 		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/run")
 		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/run")
+	})
+	b.Run("heartbeat", func(b *testing.B) {
+		// A run's heartbeat (E7, R11), every third of its run lease while
+		// it runs.
+		p := newProtocol(b, rdb, "bench-beat-"+strconv.FormatInt(time.Now().UnixNano(), 36), interval.MustCron("* * * * * *"))
+		t := Tick{Slot: p.slot, Attempt: 1}
+		c, err := p.s.claim(context.Background(), modeTick, &t, time.Time{}, "")
+		if err != nil || c.run == nil {
+			b.Fatalf("claim = %+v, %v; want a run", c, err)
+		}
+		c.run.Extend(context.Background()) // loads the script
+		p.c.n.Store(0)
+		before, beforeUS := serverStats(b, rdb)
+		for b.Loop() {
+			if held, err := c.run.Extend(context.Background()); err != nil || !held {
+				b.Fatalf("heartbeat = %v, %v; want the run lease extended", held, err)
+			}
+		}
+		after, afterUS := serverStats(b, rdb)
+		b.ReportMetric(float64(after-before-1)/float64(b.N), "srv/beat")
+		b.ReportMetric(float64(afterUS-beforeUS)/float64(b.N), "script-µs/beat")
 	})
 	b.Run("bare-lease", func(b *testing.B) {
 		slots := interval.MustCron("* * * * * *")

@@ -677,3 +677,85 @@ func TestRetryPastSlotEndWarned(t *testing.T) {
 		t.Errorf("%q at %v with job=%v slot=%v, want Warn, job late and its slot", msg, r.Level, attr(r, "job"), attr(r, "slot"))
 	}
 }
+
+// TestRecordRunNowFiledUnderItsSlot asks for a run of a paused Cron job
+// some slots after its last run, and for a run of a duration policy's job
+// within its slot: the record, its history, the run's Tick and its log
+// record name one slot, the one the request arrived in (PROTOCOL.md, R9),
+// and the record's slot is untouched. The record used to file a Cron
+// job's requested run under the record's slot, an earlier one than its
+// Tick named, and a duration policy's Tick named a slot of its own from
+// the request on, which the record never had.
+func TestRecordRunNowFiledUnderItsSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		every interval.Interval
+		pause bool
+	}{
+		{"cron", interval.MustCron("* * * * * *"), true},
+		{"duration", interval.AtLeast(time.Hour), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			log := newJobLog()
+			var logs records
+			db := lock.NewDB(srv.Client(t))
+			job := &leasedJob{
+				testJob: testJob{name: "asked", every: tc.every, process: log.work("r0", nil)},
+				lease:   cron.LeaseConfig{DB: db},
+			}
+			start(t, []cron.Job{job}, cron.WithReplica("r0"), cron.WithLogger(slog.New(&logs)))
+			admin := cron.NewAdmin(db)
+			log.next(t, "the startup run")
+			before := waitStatus(t, db, "asked", func(st cron.JobStatus) bool { return st.Last != nil && st.Running == nil })
+			if tc.pause {
+				if err := admin.Pause(t.Context(), "asked"); err != nil {
+					t.Fatal(err)
+				}
+				// The replica's clock passes into a later slot, which no
+				// tick opens while the job is paused.
+				time.Sleep(1100 * time.Millisecond)
+				drain(log)
+				before = waitStatus(t, db, "asked", func(st cron.JobStatus) bool { return st.Running == nil })
+			}
+			if err := admin.RunNow(t.Context(), "asked"); err != nil {
+				t.Fatal(err)
+			}
+			r := log.next(t, "the requested run")
+			for r.tick.Trigger != cron.TriggerRequest {
+				r = log.next(t, "the requested run")
+			}
+			st := waitStatus(t, db, "asked", func(st cron.JobStatus) bool {
+				return st.Last != nil && st.Last.Trigger == cron.TriggerRequest
+			})
+			slot, ok := r.tick.Slot.Key()
+			if !ok {
+				slot = r.tick.Slot.Start.UTC().Format(time.RFC3339Nano)
+			}
+			if st.Last.Slot != slot || st.History[0].Slot != slot {
+				t.Errorf("the requested run's Tick names slot %s (%v); the record files it under %q, its history under %q: want one slot",
+					slot, r.tick.Slot, st.Last.Slot, st.History[0].Slot)
+			}
+			var logged []string
+			for _, rec := range logs.find("cron job started") {
+				if attr(rec, "trigger").String() == "request" {
+					logged = append(logged, attr(rec, "slot").String())
+				}
+			}
+			if len(logged) != 1 || logged[0] != r.tick.Slot.String() {
+				t.Errorf("the requested run's log records name slots %q, want %q, as its Tick", logged, r.tick.Slot.String())
+			}
+			if st.Slot != before.Slot || st.SlotState != before.SlotState || st.Attempts != before.Attempts {
+				t.Errorf("after the requested run, the record's slot is %s, %s, %d attempts; want it untouched: %s, %s, %d",
+					st.Slot, st.SlotState, st.Attempts, before.Slot, before.SlotState, before.Attempts)
+			}
+			if tc.pause {
+				if slot == before.Slot {
+					t.Errorf("the requested run names slot %s, the record's before it: want a later one, the slot it arrived in", slot)
+				}
+			} else if slot != st.Slot {
+				t.Errorf("a duration policy's requested run names slot %s, want the record's, %s", slot, st.Slot)
+			}
+		})
+	}
+}

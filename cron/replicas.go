@@ -382,7 +382,8 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		return ""
 	}
 	// The packed fields (PROTOCOL.md, the record): slot = id|at|state|…,
-	// run = token|since|until|try|why|slot|by.
+	// run = token|since|until|try|why|slot|beat|by (or, from the previous
+	// release, without beat: the parts read here are the same).
 	rec, run := parts(str(0), 6), parts(str(2), 7)
 	c.slot = slot
 	switch {

@@ -334,7 +334,7 @@ func TestReplicationRealReplica(t *testing.T) {
 		}
 	}()
 	log.next(t, "the startup run")
-	// The packed fields: run = token|since|until|try|why|slot|by, last =
+	// The packed fields: run = token|since|until|try|why|slot|beat|by, last =
 	// end|start|slot|try|why|….
 	part := func(v string, i int) string {
 		if p := strings.Split(v, "|"); i < len(p) {

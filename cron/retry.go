@@ -198,6 +198,12 @@ func (r *Runtime) finishedOffSchedule(e *entry) {
 func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease, runErr error, next time.Time, err error) (completed, error) {
 	s := a.admit.state
 	end := a.tick.Slot.LeaseEnd(s.ttl)
+	if a.tick.Trigger == TriggerRequest && !s.shared {
+		// A duration policy's requested run names the slot last opened,
+		// which may have ended (R9): its completion is sent again for as
+		// long as a slot's lease from the run's start would last.
+		end = interval.Slot{Start: a.tick.Started, End: a.tick.Started.Add(s.every)}.LeaseEnd(s.ttl)
+	}
 	// At most a third of the run lease apart (Backoff, if longer), so
 	// that the run is recorded soon after Redis is back.
 	wait, most := s.backoff, max(s.backoff, s.runTTL/3)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/interval"
@@ -208,6 +209,14 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	a.slot = c.slot
 	if offTick(a, s) {
 		r.announceFollow(ctx, a, s)
+	}
+	if c.trigger == TriggerRequest && !s.shared {
+		// R9: a duration policy's requested run is filed under the
+		// record's slot, the last one opened: the tick names it too.
+		if ms, err := strconv.ParseInt(c.slot, 10, 64); err == nil {
+			start := time.UnixMilli(ms).In(t.Slot.Start.Location())
+			t.Slot = interval.Slot{Start: start, End: start.Add(s.every)}
+		}
 	}
 	return c.run, true
 }

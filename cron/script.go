@@ -61,20 +61,20 @@ end
 // The packed fields, and the patterns that split them. The last part of
 // each may hold any byte ('|' too): a replica's name, a lease's token.
 //
-//	run  = token|since|until|try|why|slot|by
+//	run  = token|since|until|try|why|slot|beat|by
 //	slot = id|at|state|tries|retry|lease
 //	last = end|start|slot|try|why|outcome|token|by
 //	fail = end|start|slot|try|why|outcome|by   (and fail.error)
 //	seen, paused, want = ms|by
 const packPatterns = `
-local runPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
+local runPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
 local slotPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
 `
 
 // runPrelude defines stateAfter and ended, which close the run in
-// progress: C1 and R12. The script that includes it has the run's parts
-// (runTok, runSince, runSlot, runTry, runWhy, runBy) and the slot's id in
-// the locals of those names.
+// progress: R12, and C1 (stateAfter; it writes its own fields). The script
+// that includes it has the run's parts (runTok, runSince, runSlot, runTry,
+// runWhy, runBy) and the slot's id in the locals of those names.
 const runPrelude = `
 -- stateAfter is the state the run's end leaves its slot in (R12, C1):
 -- false for a requested run, or a run of a slot the record no longer names.
@@ -130,9 +130,13 @@ local L = KEYS[3]
 local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
 local run, slot, paused, want, nxt, seen, last = unpack(redis.call('HMGET', R,
 	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last'))
-local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy
-if run then
-	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy = string.match(run, runPat)
+local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy
+if run and run ~= '' then
+	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy = string.match(run, runPat)
+	if not runTok then
+		-- The previous release's run, without beat (PROTOCOL.md, the record).
+		runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy = string.match(run, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+	end
 end
 if not runTok then
 	run = false
@@ -187,20 +191,39 @@ end
 -- C1: a run whose lease ended is over.
 if run and tonumber(runUntil) < now then
 	lastStart, lastEnd = runSince, runUntil
+	-- It ended when it was last known alive: its beat. A seventh part that
+	-- is no beat is the previous release's run whose replica's name holds
+	-- a '|' (PROTOCOL.md, the record): it ends at its lease's end.
+	local alive, since, err = tonumber(runBeat), tonumber(runSince), 'the run lease expired: its replica died or lost Redis'
+	if alive and since and alive > since and alive <= tonumber(runUntil) then
+		err = 'the run lease expired ' .. (tonumber(runUntil) - alive) ..
+			' ms after its last heartbeat: its replica died or lost Redis'
+	elseif alive and alive == since then
+		err = 'the run lease expired ' .. (tonumber(runUntil) - alive) ..
+			' ms after its start, and no heartbeat came: its replica died or lost Redis'
+	else
+		if runBeat then
+			runBy = runBeat .. '|' .. runBy
+		end
+		alive = runUntil
+	end
+	-- last.end is when the run stopped holding the job (R2); fail.end and
+	-- the history's end, when it was last known alive.
 	local state = stateAfter('lost', max)
-	local err = 'the run lease expired: its replica died or lost Redis'
+	local head = '|' .. runSince .. '|' .. runSlot .. '|' .. runTry .. '|' .. runWhy .. '|lost|'
+	local fields = {'run', '', 'last', runUntil .. head .. '|' .. runBy, 'fail', alive .. head .. runBy, 'fail.error', err}
 	if state == 'open' then
 		slotState, slotRetry = state, now
-		ended('lost', runUntil, err, '', 'slot', packSlot(slot, slotAt, state, slotTries, now, slotLease))
+		redis.call('HSET', R, 'slot', packSlot(slot, slotAt, state, slotTries, now, slotLease), unpack(fields))
 	elseif state then
 		slotState = state
-		ended('lost', runUntil, err, '', 'slot', packSlot(slot, slotAt, state, slotTries, slotRetry, slotLease))
+		redis.call('HSET', R, 'slot', packSlot(slot, slotAt, state, slotTries, slotRetry, slotLease), unpack(fields))
 	else
-		ended('lost', runUntil, err, '')
+		redis.call('HSET', R, unpack(fields))
 	end
 	-- The lost run joins the history at once.
 	if redis.call('LPUSH', H, cjson.encode({slot = runSlot, by = runBy, why = runWhy, try = runTry, due = '',
-		start = runSince, ['end'] = runUntil, outcome = 'lost', error = err})) == 1 then
+		start = runSince, ['end'] = tostring(alive), outcome = 'lost', error = err})) == 1 then
 		sameExpiry()
 	else
 		redis.call('LTRIM', H, 0, tonumber(ARGV[15]) - 1)
@@ -235,14 +258,18 @@ local running = run
 -- start answers a run of slot: the run lease, with extra fields.
 local function start(slot, try, why, ...)
 	return answer({1, try, why, slot}, 'run', ARGV[4] .. '|' .. now .. '|' .. (now + tonumber(ARGV[6])) .. '|' ..
-		try .. '|' .. why .. '|' .. slot .. '|' .. replica, ...)
+		try .. '|' .. why .. '|' .. slot .. '|' .. now .. '|' .. replica, ...)
 end
--- R9: a request runs when nothing holds the run lease.
+-- R9: a request runs when nothing holds the run lease, filed under the
+-- slot it arrived in: a Cron job's S, which the claim names; a duration
+-- policy's latest slot, the record's.
 local function request()
 	if running or not want then
 		return nil
+	elseif L then
+		return start(slot or '', 1, 'request', 'want', '')
 	end
-	return start(slot or '', 1, 'request', 'want', '')
+	return start(S, 1, 'request', 'want', '')
 end
 if mode == 'request' then
 	local r = request()
@@ -405,9 +432,9 @@ var completeScript = redisscript.New(completeSrc)
 
 const completeSrc = recordPrelude + packPatterns + `
 local run, slot, want, nxt = unpack(redis.call('HMGET', R, 'run', 'slot', 'want', 'next'))
-local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy
+local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy
 if run then
-	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy = string.match(run, runPat)
+	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy = string.match(run, runPat)
 end
 local slotAt, slotState, slotTries, slotRetry, slotLease
 if slot then
@@ -478,7 +505,8 @@ end
 return {1, state or '', w}`
 
 // heartbeatScript is R11: it extends the run lease of the run whose token
-// is ARGV[1] by ARGV[2] ms, and the record's life to ARGV[3] ms at least.
+// is ARGV[1] by ARGV[2] ms, with now as the run's beat, and the record's
+// life to ARGV[3] ms at least.
 // 1 if it did, 0 if the run no longer holds the run lease. Sent again
 // (C3), it extends the lease again and answers as it did.
 var heartbeatScript = redisscript.New(heartbeatSrc)
@@ -488,11 +516,11 @@ local run = redis.call('HMGET', R, 'run')[1]
 if not run then
 	return 0
 end
-local tok, since, rest = string.match(run, '^([^|]*)|([^|]*)|[^|]*|(.*)$')
+local tok, since, mid, by = string.match(run, '^([^|]*)|([^|]*)|[^|]*|([^|]*|[^|]*|[^|]*)|[^|]*|(.*)$')
 if tok ~= ARGV[1] then
 	return 0
 end
-redis.call('HSET', R, 'run', tok .. '|' .. since .. '|' .. (now + tonumber(ARGV[2])) .. '|' .. rest)
+redis.call('HSET', R, 'run', tok .. '|' .. since .. '|' .. (now + tonumber(ARGV[2])) .. '|' .. mid .. '|' .. now .. '|' .. by)
 keep(tonumber(ARGV[3]))
 return 1`
 
