@@ -191,6 +191,10 @@ func TestTimelineSlots(t *testing.T) {
 	run := func(slot string, min int, outcome string) cron.RunRecord {
 		return cron.RunRecord{Slot: slot, Replica: "r1", Attempt: 1, Started: now.Add(time.Duration(min) * time.Minute), Duration: time.Second, Outcome: outcome}
 	}
+	requested := func(r cron.RunRecord) cron.RunRecord {
+		r.Trigger = cron.TriggerRequest
+		return r
+	}
 	for _, tc := range []struct {
 		name     string
 		schedule string
@@ -212,6 +216,10 @@ func TestTimelineSlots(t *testing.T) {
 		{"a slot the spec doesn't have: no guess", `cron "0 * * * *"`, []cron.RunRecord{
 			run("2026-12-03T18:30:00Z", -30, "ok"), run("2026-12-03T18:15:00Z", -45, "ok"), run("2026-12-03T16:00:00Z", -180, "ok"),
 		}, "ok ok ok"},
+		{"a requested run is not an attempt", `cron "0 * * * *"`, []cron.RunRecord{
+			requested(run("2026-12-03T18:00:00Z", -40, "ok")), run("2026-12-03T18:00:00Z", -60, "error"),
+			requested(run("2026-12-03T17:00:00Z", -100, "error")),
+		}, "failed failed"},
 		{"a zone's slots", `cron "CRON_TZ=Asia/Tokyo 0 */1 * * *"`, []cron.RunRecord{
 			run("2026-12-04T03:00:00[Asia/Tokyo]", -60, "ok"), run("2026-12-04T01:00:00[Asia/Tokyo]", -180, "ok"),
 		}, "ok missed ok"},

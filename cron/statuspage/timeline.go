@@ -229,8 +229,20 @@ func slotsOf(history []cron.RunRecord, running *cron.RunRecord) []*slot {
 }
 
 // judge says how a slot of attempts went: its state, and its result in
-// words.
+// words. A run-now request's run is filed under its slot but is none of
+// its attempts: the slot is judged by its attempts alone, and by its
+// requested runs only if it has no attempt.
 func judge(attempts []attempt) (state, result string) {
+	scheduled := slices.DeleteFunc(slices.Clone(attempts), func(a attempt) bool { return a.Trigger == cron.TriggerRequest })
+	if len(scheduled) == 0 && len(attempts) > 0 {
+		state, result = judgeAttempts(attempts)
+		return state, "run on request: " + result
+	}
+	return judgeAttempts(scheduled)
+}
+
+// judgeAttempts is judge for a slot's attempts, in the order they began.
+func judgeAttempts(attempts []attempt) (state, result string) {
 	var failed []string
 	ran := 0
 	for i, a := range attempts {
