@@ -1140,6 +1140,7 @@ func TestProtocolRequestPassedOnAfterRemove(t *testing.T) {
 	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
 
 	db := lock.NewDB(srv.Client(t))
+	waitListening(t, srv.Client(t), 2)
 	if err := cron.NewAdmin(db).RunNow(t.Context(), "report"); err != nil {
 		t.Fatal(err)
 	}

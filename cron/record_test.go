@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
@@ -634,6 +636,7 @@ func TestRecordRunNowThroughDBOptions(t *testing.T) {
 	})
 	log.next(t, "the startup run")
 	waitStatus(t, lock.NewDB(srv.Client(t)), "observed", func(st cron.JobStatus) bool { return st.Last != nil })
+	waitListening(t, srv.Client(t), 1)
 	if err := cron.NewAdmin(lock.NewDB(srv.Client(t))).RunNow(t.Context(), "observed"); err != nil {
 		t.Fatal(err)
 	}
@@ -757,5 +760,24 @@ func TestRecordRunNowFiledUnderItsSlot(t *testing.T) {
 				t.Errorf("a duration policy's requested run names slot %s, want the record's, %s", slot, st.Slot)
 			}
 		})
+	}
+}
+
+// waitListening waits until n clients subscribe to the run-now channel on
+// c's server: a request published before a replica's subscription is up
+// waits in the record for its next claim (the protocol's promise), which
+// a test that asks for a run right after a start would wait for.
+func waitListening(t *testing.T, c *redis.Client, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		subs, err := c.PubSubNumSub(t.Context(), "@@wakuwaku-cron:run-now").Result()
+		if err == nil && subs["@@wakuwaku-cron:run-now"] >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d replicas listen for run-now requests after 10s (%v, %v)", n, subs, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
