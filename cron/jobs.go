@@ -179,7 +179,8 @@ func (r *Runtime) cancelRuns(e *entry, cause error) {
 // on, without a stop. It costs the runtime O(log n) for n jobs.
 //
 // The job's next tick is the first its new interval has after now; there
-// is no startup run. A run in progress goes on, the old job's; like any
+// is no startup run. A job whose interval does not change keeps its next
+// tick. A run in progress goes on, the old job's; like any
 // run, it keeps the job's next ticks from overlapping it. A [Leased] job
 // whose lease name changes keeps a new record from its next tick on; one
 // that keeps it keeps the record, and a slot whose attempt failed, before
@@ -215,6 +216,11 @@ func (r *Runtime) Replace(job Job) error {
 		delete(r.leased, old.lease)
 		oldState = old.state
 	}
+	// A job that keeps its interval keeps its queued tick: a duration
+	// policy's counts from this replica's last run, and counting it from
+	// now would let Replaces that come more often than the interval keep
+	// the job from running at all.
+	keep := e.pos >= 0 && e.every.Interval == every
 	r.release(e.every)
 	e.job, e.admit, e.every = n.job, n.admit, r.policyOf(every)
 	leased := e.admit != nil && e.admit.state != nil
@@ -232,9 +238,11 @@ func (r *Runtime) Replace(job Job) error {
 	}
 	now := r.now()
 	first := false
-	if at, ok := every.WithoutStartupRun().First(now); ok {
+	switch at, ok := every.WithoutStartupRun().First(now); {
+	case keep: // its tick stays where it is
+	case ok:
 		first = r.requeue(e, e.due(at))
-	} else if e.pos >= 0 {
+	case e.pos >= 0:
 		r.queue.remove(int(e.pos))
 	}
 	r.mu.Unlock()

@@ -221,3 +221,44 @@ func TestReplaceLeasedRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestReplaceLeasedKeepsTick replaces a leased AtLeast job, on a real
+// redis-server, by a release that changes its attempts but not its
+// interval: its next tick stays where its last run put it. Replace used
+// to count the interval again from the Replace, so Replaces that each
+// replica got within an interval of the last kept the job from running
+// at all (seeds 3002553, 3003256 and 3007384: no run for over two
+// intervals).
+func TestReplaceLeasedKeepsTick(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDB(srv.Client(t))
+	log := newJobLog()
+	job := func(attempts int) cron.Job {
+		return &leasedJob{
+			testJob: testJob{name: "sync", every: interval.AtLeast(time.Hour), process: log.work("r0", nil)},
+			lease:   cron.LeaseConfig{DB: db, Attempts: attempts},
+		}
+	}
+	rt := start(t, []cron.Job{job(1)}, cron.WithReplica("r0"))
+	log.next(t, "the startup run")
+	next := func() time.Time {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if jobs := rt.Jobs(); len(jobs) == 1 && jobs[0].HasNext {
+				return jobs[0].Next
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Jobs = %+v after 10s, want sync's next tick", rt.Jobs())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	before := next()
+	if err := rt.Replace(job(2)); err != nil {
+		t.Fatal(err)
+	}
+	if after := next(); !after.Equal(before) {
+		t.Errorf("next tick after Replace = %v, want %v: the interval did not change, nor the last run", after.Format(time.RFC3339Nano), before.Format(time.RFC3339Nano))
+	}
+}
