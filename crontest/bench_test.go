@@ -97,8 +97,9 @@ func BenchmarkSimulatedDay(b *testing.B) {
 // benchmark's *testing.B can't enter one, and fails b if the test fails.
 func simulate(b *testing.B, test func(t *testing.T)) {
 	b.Helper()
+	var once sync.Once // RunTests runs it -count times
 	ok := testing.RunTests(func(string, string) (bool, error) { return true, nil },
-		[]testing.InternalTest{{Name: b.Name(), F: func(t *testing.T) { synctest.Test(t, test) }}})
+		[]testing.InternalTest{{Name: b.Name(), F: func(t *testing.T) { once.Do(func() { synctest.Test(t, test) }) }}})
 	if !ok {
 		b.Fatal("the simulated test failed")
 	}
