@@ -24,6 +24,8 @@ import (
 //   - two-jobs: that job, but its first attempt at each slot fails and the
 //     second succeeds, beside a leased AtLeast(3s) job, with a replica
 //     killed and restarted and a Redis outage, for a day;
+//   - idle-day: a leased job due once a year, for a day: no slot, only
+//     what the replicas do between slots (a beat a minute each);
 //   - hourly-week: a leased hourly job that runs for two minutes, for a
 //     week (168 slots).
 //
@@ -77,6 +79,18 @@ func BenchmarkSimulatedDay(b *testing.B) {
 				time.Sleep(12 * time.Hour)
 				c.NoOverlap(t, "flaky")
 				c.NoOverlap(t, "sweep")
+			})
+		}
+	})
+	b.Run("idle-day", func(b *testing.B) {
+		for b.Loop() {
+			simulate(b, func(t *testing.T) {
+				crontest.New(t, 3, func(rdb *redis.Client) []cron.Job {
+					return []cron.Job{cron.Func("new-year", interval.MustCron("CRON_TZ=UTC 0 0 1 1 *").WithoutStartupRun(),
+						func(context.Context, cron.Tick) error { return nil },
+						cron.WithLease(cron.LeaseConfig{Db: lock.NewDb(rdb)}))}
+				})
+				time.Sleep(day)
 			})
 		}
 	})
