@@ -8,15 +8,14 @@ import (
 
 // The simulator's cost is mostly miniredis's: it runs each script call in
 // a fresh gopher-lua state, whose value stack (the registry) and call
-// stack are allocated at their default sizes, 5,120 values and 256 frames
-// (about 100 KB), and it never grows them. Those allocations were most of
-// the bytes a seed allocated, and the collector's work most of what the
-// rest cost. The scripts of cron/script.go need far less: a quarter of the
-// values and frames leaves them a wide margin, and a script that
-// overflowed would fail its command, which changes the seed's trace
-// (BENCHMARKS.md compares the traces of the CI seeds with and without
-// this). The collector runs at a quarter of its default frequency: the
-// heap of a seed is a few megabytes.
+// stack it allocates whole at gopher-lua's default sizes, 5,120 values and
+// 256 frames, and never grows. Those two were 38 % of the bytes a seed
+// allocated (BENCHMARKS.md). cron/script.go's scripts need far less: a
+// fifth of the values and a quarter of the frames leave them a wide
+// margin, and a script that overflowed would fail its command, which
+// changes the seed's trace (BENCHMARKS.md compares the traces of CI's
+// seeds with and without this). The collector, most of whose work those
+// states made, runs at a quarter of its default frequency.
 func init() {
 	lua.RegistrySize = 1024
 	lua.CallStackSize = 64
