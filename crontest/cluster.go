@@ -201,6 +201,13 @@ func New(tb testing.TB, replicas int, jobs func(rdb *redis.Client) []cron.Job, o
 	// Keys expire by time.Now() at each command, which in the bubble is
 	// its fake clock: exact, and the same in every run of the test.
 	m.ClockTTL(true)
+	// Dial starts the server without a listener; the replicas' clients
+	// then connect through memPipe (conn.go).
+	boot, err := m.Dial()
+	if err != nil {
+		tb.Fatalf("crontest: starting Redis: %v", err)
+	}
+	_ = boot.Close()
 	c := &Cluster{
 		tb:       tb,
 		jobs:     jobs,
@@ -253,9 +260,9 @@ func (c *Cluster) delayedStart(r *replica) {
 func (c *Cluster) start(r *replica) error {
 	inc := &incarnation{running: make(map[runOf]*Run)}
 	inc.client = redis.NewClient(&redis.Options{
-		// In memory, inside the bubble: no socket, whose I/O would
-		// keep the bubble's clock from moving.
-		Dialer:     func(context.Context, string, string) (net.Conn, error) { return c.redis.Dial() },
+		// In memory, inside the bubble (conn.go): no socket, whose I/O
+		// would keep the bubble's clock from moving.
+		Dialer:     func(context.Context, string, string) (net.Conn, error) { return c.dial() },
 		MaxRetries: -1, // a failed command fails the run's admission, as a real outage's last retry does
 		// Off, or NewClient resolves Addr's host name: network I/O
 		// from the bubble.
@@ -563,7 +570,7 @@ func (c *Cluster) Client() *redis.Client {
 	defer c.mu.Unlock()
 	if c.observer == nil {
 		c.observer = redis.NewClient(&redis.Options{
-			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return c.redis.Dial() },
+			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return c.dial() },
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		})
 		c.observer.AddHook(acks{c})

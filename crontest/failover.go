@@ -166,7 +166,7 @@ func (c *Cluster) rawClient() *redis.Client {
 	defer c.mu.Unlock()
 	if c.repl.raw == nil {
 		c.repl.raw = redis.NewClient(&redis.Options{
-			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return c.redis.Dial() },
+			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return c.dial() },
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		})
 	}
