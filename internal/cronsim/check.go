@@ -57,6 +57,7 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 			c.cronSlotsRun(j)
 		} else {
 			c.durationSlotsRun(j)
+			c.durationRetried(j)
 		}
 		c.pauses(j)
 		c.leases(j)
