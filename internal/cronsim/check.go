@@ -60,6 +60,7 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 			c.durationRetried(j)
 		}
 		c.pauses(j)
+		c.admissions(j)
 		c.leases(j)
 		if j.Versions[0].Policy.Shared() {
 			c.skips(j)

@@ -92,6 +92,7 @@ type LogRecord struct {
 	Job       string
 	Reason    string
 	Scheduled time.Time
+	Err       string // the record's "error", if it has one
 }
 
 // AdminOp is an operator's command and what it returned: nil, an error
@@ -653,6 +654,8 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 			rec.Reason = a.Value.String()
 		case "scheduled":
 			rec.Scheduled = a.Value.Time()
+		case "error":
+			rec.Err = a.Value.String()
 		}
 		return true
 	}
