@@ -97,7 +97,11 @@
 //     whose last run failed with attempts left runs again within its
 //     lease, once the back-off passed, if the replica that ran it kept
 //     the job (a Replace that keeps the record keeps the retry), Redis
-//     well and the job not paused, unless that replica warns.
+//     well and the job not paused, unless that replica warns; and no
+//     replica skips a tick as "admission failed" while Redis was well for
+//     it (its process running, its replies coming back) for 10 s before,
+//     but for a command that timed out (miniredis over net.Pipe makes a
+//     long pipeline wait out the write timeout).
 //   - I5: no run of the schedule, retry or catch-up while the job is paused.
 //   - I6: one run per run-now request: no requested run without a request
 //     waiting (several requests before a run make one), and a request runs
