@@ -47,20 +47,21 @@
 // than the run lease holds the other replicas' looks at the slot (they
 // then find its lease expired, and only they can retry it). A third of
 // the seeds with a duration policy of two or more attempts replace that
-// job on every replica while a run of it that will fail goes on. Some
-// replicas' clients are go-redis's AutoPipeliner, blocking or
-// asynchronous. One seed in sixteen adds a crowd: 20 to 150 leased jobs
-// of one daily Cron spec due once, whose runs end among the looks (E13)
-// two seconds after the tick, with the batching client's batches bounded
-// at 2 to 8 commands (a test hook, internal/cronhook), so that batches
-// fill and its bound on completions queued behind claims and looks
-// decides; half of those flush the scripts just before the tick beside a
-// client with only Process. [Simulate] plays it and returns its
+// job on every replica while a run of it that will fail goes on. One
+// seed in sixteen adds a crowd: 20 to 150 leased jobs of one daily Cron
+// spec due once, whose runs end among the looks (E13) two seconds after
+// the tick, with the batching client's batches bounded at 2 to 8
+// commands (a test hook, internal/cronhook), so that batches fill and its
+// bound on completions queued behind claims and looks decides; half of
+// those flush the scripts just before the tick beside a client with only
+// Process, and half their other replicas' clients are go-redis's
+// AutoPipeliner, blocking or asynchronous. [Simulate] plays it and returns its
 // [History]; the same scenario gives the same history to the nanosecond:
-// no two replicas act at one instant of the bubble's clock. A crowd is
-// the exception: one replica's record commands of one instant reach its
-// batching client in the order the Go scheduler runs their goroutines,
-// so a crowd's seed may replay a few milliseconds apart.
+// no two replicas act at one instant of the bubble's clock. A crowd's
+// seed is the exception: one replica's record commands of one instant
+// reach its batching client, and the AutoPipeliner's flushers, in the
+// order the Go scheduler runs their goroutines, so it may replay a few
+// milliseconds apart.
 //
 // # The invariants
 //

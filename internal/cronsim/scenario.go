@@ -517,18 +517,13 @@ const crowdGrace = 2 * time.Second
 // end among those looks. (A crowd costs more than its runs: miniredis
 // reads every key to expire at each command.) In half of those seeds
 // SCRIPT FLUSH comes just before the tick and a replica's client has only
-// Process, in a quarter a replica's client is go-redis's AutoPipeliner.
-// The crowd's DB waits for no replicas: a DB that does is not batched.
-// It draws the AutoPipeliner for the other seeds too, one replica in six.
+// Process; half the other replicas' clients are go-redis's AutoPipeliner,
+// blocking or asynchronous (only in a crowd's seeds, which replay a few
+// milliseconds apart anyway: its flushers batch the commands of one
+// instant in the order the Go scheduler runs their goroutines). The
+// crowd's DB waits for no replicas: a DB that does is not batched.
 func genCrowd(sc *Scenario) {
 	r := rand.New(rand.NewPCG(uint64(sc.Seed), 0xc20d))
-	if !sc.Replicated {
-		for i := range sc.AutoPipelined {
-			if !sc.ProcessOnly[i] && r.IntN(6) == 0 {
-				sc.AutoPipelined[i] = 1 + r.IntN(2)
-			}
-		}
-	}
 	if r.IntN(16) != 0 {
 		return
 	}
@@ -551,10 +546,12 @@ func genCrowd(sc *Scenario) {
 			at := s.Start.Sub(sc.Start) - time.Duration(r.Int64N(int64(time.Second)))
 			sc.Events = append(sc.Events, Event{At: at, Kind: ScriptFlush, D: time.Millisecond})
 		}
-		i := r.IntN(Replicas)
-		sc.ProcessOnly[i], sc.AutoPipelined[i] = true, 0
-	case 2:
-		sc.AutoPipelined[r.IntN(Replicas)] = 1 + r.IntN(2)
+		sc.ProcessOnly[r.IntN(Replicas)] = true
+	}
+	for i := range sc.AutoPipelined {
+		if !sc.ProcessOnly[i] && r.IntN(2) == 0 {
+			sc.AutoPipelined[i] = 1 + r.IntN(2)
+		}
 	}
 }
 
