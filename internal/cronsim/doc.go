@@ -48,14 +48,15 @@
 // then find its lease expired, and only they can retry it). A third of
 // the seeds with a duration policy of two or more attempts replace that
 // job on every replica while a run of it that will fail goes on. One
-// seed in sixteen adds a crowd: 20 to 150 leased jobs of one daily Cron
+// seed in 40 adds a crowd: 20 to 100 leased jobs of one daily Cron
 // spec due once, whose runs end among the looks (E13) two seconds after
 // the tick, with the batching client's batches bounded at 2 to 8
 // commands (a test hook, internal/cronhook), so that batches fill and its
 // bound on completions queued behind claims and looks decides; half of
 // those flush the scripts just before the tick beside a client with only
-// Process, and half their other replicas' clients are go-redis's
-// AutoPipeliner, blocking or asynchronous. [Simulate] plays it and returns its
+// Process, and two in three of their other replicas' clients are
+// go-redis's AutoPipeliner, blocking or asynchronous. The simulation
+// does not read a crowd's records every five minutes (I7). [Simulate] plays it and returns its
 // [History]; the same scenario gives the same history to the nanosecond:
 // no two replicas act at one instant of the bubble's clock. A crowd's
 // seed is the exception: one replica's record commands of one instant

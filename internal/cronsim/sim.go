@@ -479,14 +479,16 @@ func (w *world) killed(i int) {
 // probe reads every job's record.
 func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 	now := time.Now()
-	// One round trip for every 8 jobs' records and their TTLs: a crowd's
-	// in one pipeline would fill the in-memory connection (net.Pipe, no
-	// buffer) both ways and wait out its write timeout.
-	fields := make([]*redis.MapStringStringCmd, len(w.sc.Jobs))
-	ttls := make([]*redis.DurationCmd, len(w.sc.Jobs))
-	for from := 0; from < len(w.sc.Jobs); from += 8 {
+	// One round trip for every 8 jobs' records and their TTLs, but for a
+	// crowd's (see Job.Crowd): more in one pipeline would fill the
+	// in-memory connection (net.Pipe, no buffer) both ways and wait out
+	// its write timeout.
+	jobs := slices.DeleteFunc(slices.Clone(w.sc.Jobs), func(j Job) bool { return j.Crowd })
+	fields := make([]*redis.MapStringStringCmd, len(jobs))
+	ttls := make([]*redis.DurationCmd, len(jobs))
+	for from := 0; from < len(jobs); from += 8 {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, j := range w.sc.Jobs[from:min(from+8, len(w.sc.Jobs))] {
+			for i, j := range jobs[from:min(from+8, len(jobs))] {
 				fields[from+i], ttls[from+i] = p.HGetAll(ctx, RecordKey(j.Name)), p.PTTL(ctx, RecordKey(j.Name))
 			}
 			return nil
@@ -496,7 +498,7 @@ func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 			return
 		}
 	}
-	for i, j := range w.sc.Jobs {
+	for i, j := range jobs {
 		p := Probe{At: now, Job: j.Name}
 		if f := fields[i].Val(); len(f) > 0 {
 			// slot = id|at|state|tries|retry|lease
