@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/cronhook"
 	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 )
 
@@ -143,6 +144,9 @@ func (b *batchClient) send(base context.Context, bt *batch) {
 			}
 			bt, b.waiting = pop(b.waiting)
 		case len(b.later) > 0:
+			if len(b.waiting) > 0 && cronhook.CompletionsFirst != nil {
+				cronhook.CompletionsFirst(b.c)
+			}
 			bt, b.later = pop(b.later)
 		default:
 			bt = nil
@@ -175,6 +179,9 @@ func (r *Runtime) batchFor(s *jobState) (redisscript.Client, redisscript.Client)
 			r.batches = make(map[any]*batchClient)
 		}
 		b = &batchClient{c: s.c}
+		if cronhook.BatchSize != nil {
+			b.size = cronhook.BatchSize(s.c)
+		}
 		r.batches[s.c] = b
 	}
 	return b, laterClient{b}

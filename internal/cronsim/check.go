@@ -57,8 +57,10 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 			c.cronSlotsRun(j)
 		} else {
 			c.durationSlotsRun(j)
+			c.durationRetried(j)
 		}
 		c.pauses(j)
+		c.admissions(j)
 		c.leases(j)
 		if j.Versions[0].Policy.Shared() {
 			c.skips(j)

@@ -21,6 +21,8 @@ var Paths = []string{
 	"knob: spread (a spread tick ran)", "knob: slot TTL", "knob: history length", "knob: run deadline",
 	"knob: run deadline exceeded", "knob: Replace on a running replica", "knob: Remove", "knob: Add back",
 	"knob: rolling deploy", "knob: DB WithReplicas", "knob: client with only Process",
+	"knob: AutoPipeliner (blocking)", "knob: AutoPipeliner (async)", "knob: many jobs due at once",
+	"batch: completions sent before waiting claims (the bound decided)",
 	// Faults.
 	"fault: kill", "fault: restart", "fault: redis down", "fault: redis stall", "fault: redis restart (keys lost)",
 	"fault: failover", "fault: clock step", "fault: SCRIPT FLUSH", "fault: replies lost (sent again)",
@@ -56,6 +58,17 @@ func Cover(sc *Scenario, h *History) []string {
 		add("knob: DB WithReplicas")
 	} else if slices.Contains(sc.ProcessOnly[:], true) {
 		add("knob: client with only Process")
+	}
+	for i, ap := range sc.AutoPipelined {
+		if ap > 0 && !sc.Replicated && !sc.ProcessOnly[i] {
+			add([]string{"", "knob: AutoPipeliner (blocking)", "knob: AutoPipeliner (async)"}[ap])
+		}
+	}
+	if sc.Crowd > 0 {
+		add("knob: many jobs due at once")
+	}
+	if h.CompletionsFirst > 0 {
+		add("batch: completions sent before waiting claims (the bound decided)")
 	}
 	kinds := map[EventKind]string{
 		Kill: "fault: kill", Restart: "fault: restart", RedisDown: "fault: redis down", RedisStall: "fault: redis stall",

@@ -45,10 +45,24 @@
 // to 45 s (crontest's Freeze). A third of the seeds also kill a replica
 // in the run of a Cron slot it claimed at its tick, while a stall longer
 // than the run lease holds the other replicas' looks at the slot (they
-// then find its lease expired, and only they can retry it). [Simulate]
-// plays it and returns its [History]; the same
-// scenario gives the same history to the nanosecond: no two replicas act
-// at one instant of the bubble's clock.
+// then find its lease expired, and only they can retry it). A third of
+// the seeds with a duration policy of two or more attempts replace that
+// job on every replica while a run of it that will fail goes on. One
+// seed in 40 adds a crowd: 20 to 100 leased jobs of one daily Cron
+// spec due once, whose runs end among the looks (E13) two seconds after
+// the tick, with the batching client's batches bounded at 2 to 8
+// commands (a test hook, internal/cronhook), so that batches fill and its
+// bound on completions queued behind claims and looks decides; half of
+// those flush the scripts just before the tick beside a client with only
+// Process, and two in three of their other replicas' clients are
+// go-redis's AutoPipeliner, blocking or asynchronous. The simulation
+// does not read a crowd's records every five minutes (I7). [Simulate] plays it and returns its
+// [History]; the same scenario gives the same history to the nanosecond:
+// no two replicas act at one instant of the bubble's clock. A crowd's
+// seed is the exception: one replica's record commands of one instant
+// reach its batching client, and the AutoPipeliner's flushers, in the
+// order the Go scheduler runs their goroutines, so it may replay a few
+// milliseconds apart.
 //
 // # The invariants
 //
@@ -81,7 +95,15 @@
 //     the slot when the retry is due (a deploy that shortens the interval
 //     shortens the slot's claim window); a duration policy's job is never idle for more than two
 //     intervals and a run lease while a replica is up, Redis well and the
-//     job not paused, unless a replica warns.
+//     job not paused, unless a replica warns; and a duration policy's slot
+//     whose last run failed with attempts left runs again within its
+//     lease, once the back-off passed, if the replica that ran it kept
+//     the job (a Replace that keeps the record keeps the retry), Redis
+//     well and the job not paused, unless that replica warns; and no
+//     replica skips a tick as "admission failed" while Redis was well for
+//     it (its process running, its replies coming back) for 10 s before,
+//     but for a command that timed out (miniredis over net.Pipe makes a
+//     long pipeline wait out the write timeout).
 //   - I5: no run of the schedule, retry or catch-up while the job is paused.
 //   - I6: one run per run-now request: no requested run without a request
 //     waiting (several requests before a run make one), and a request runs

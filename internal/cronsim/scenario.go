@@ -41,6 +41,20 @@ type Scenario struct {
 	// runtime cannot pipeline on it, and sends a batch command by command.
 	// Not with Replicated, which needs a *redis.Client.
 	ProcessOnly [Replicas]bool
+	// AutoPipelined says which replicas' jobs have a DB over go-redis's
+	// AutoPipeliner, and which face: 0 none, 1 the blocking one
+	// (Client.AutoPipeline), 2 the asynchronous one, whose Process returns
+	// before the reply. Not with Replicated, which it refuses, nor with
+	// ProcessOnly.
+	AutoPipelined [Replicas]int
+	// Crowd is how many of Jobs, the last ones, are a crowd: leased jobs
+	// of one Cron spec, due at one instant, whose runs take about as long
+	// as a replica waits to look at the slots it does not own (E13), so
+	// that each replica's completions meet its looks in its batching
+	// client. BatchSize is that client's bound on a batch's commands (0:
+	// the runtime's), small in a crowd's seed so that its batches fill
+	// and the bound on completions behind claims and looks decides.
+	Crowd, BatchSize int
 	// Events are the faults and commands, by At.
 	Events []Event
 }
@@ -69,6 +83,11 @@ type Job struct {
 	// apart).
 	Plans map[PlanKey]Plan
 	Quick time.Duration
+	// Crowd says the job is one of a crowd (see Scenario.Crowd), whose
+	// records the simulation does not read every few minutes (I7): with
+	// miniredis reading every key to expire at each command, those reads
+	// would cost most of the seed.
+	Crowd bool
 }
 
 // Version is what one release of a job's code says: its schedule and its
@@ -362,6 +381,8 @@ func Generate(seed int64, span time.Duration) *Scenario {
 		}
 	}
 	genKnobs(sc)
+	genReplaceMidRun(sc)
+	genCrowd(sc)
 	slices.SortStableFunc(sc.Events, func(a, b Event) int { return int(a.At - b.At) })
 	return sc
 }
@@ -452,6 +473,91 @@ func genKnobs(sc *Scenario) {
 		}
 	}
 	sc.Events = slices.DeleteFunc(sc.Events, func(e Event) bool { return e.At < 0 || e.At >= span })
+}
+
+// genReplaceMidRun draws, from a stream of its own, in a third of the
+// seeds that have a duration policy with attempts to spare, a slot of that
+// job whose first attempt fails after 20 to 40 seconds, and a Replace of
+// the job with its first release on each replica while that run goes on:
+// the slot's retry is the new job's to run (the replica that opened the
+// slot is the only one that knows of it).
+func genReplaceMidRun(sc *Scenario) {
+	r := rand.New(rand.NewPCG(uint64(sc.Seed), 0x7e91ace))
+	if r.IntN(3) != 0 {
+		return
+	}
+	var cands []*Job
+	for k := range sc.Jobs {
+		if v := sc.Jobs[k].Versions[0]; !v.Policy.Shared() && v.Attempts >= 2 {
+			cands = append(cands, &sc.Jobs[k])
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	j := cands[r.IntN(len(cands))]
+	d := j.Versions[0].Policy.D
+	n := int(sc.Span / d)
+	if n < 2 {
+		return
+	}
+	at := time.Duration(1+r.IntN(n-1)) * d
+	j.Plans[PlanKey{At: at, Attempt: 1}] = Plan{Outcome: Fail, Took: 20*time.Second + time.Duration(r.Int64N(int64(20*time.Second))) + time.Duration(1+r.IntN(int(time.Millisecond)-1))}
+	t := at + 6*time.Second + time.Duration(r.Int64N(int64(6*time.Second)))
+	for i := range Replicas {
+		sc.Events = append(sc.Events, Event{At: t + time.Duration(i)*time.Millisecond, Kind: Replace, Replica: i, Job: j.Name})
+	}
+}
+
+// crowdGrace is how long after its tick a replica looks at the Cron slots
+// it does not own: the runtime's lookGrace for any interval of 20 s or
+// more.
+const crowdGrace = 2 * time.Second
+
+// genCrowd draws, from a stream of its own, in one seed of 40, a
+// crowd of 20 to 100 leased jobs that share a daily Cron spec due once in
+// the span, each replica's batches bounded at 2 to 8 commands: the owner
+// of each slot claims it at the tick, the other replicas look at it two
+// seconds later, and the runs, which take two seconds give or take 50 ms,
+// end among those looks. (A crowd costs more than its runs: miniredis
+// reads every key to expire at each command.) In half of those seeds
+// SCRIPT FLUSH comes just before the tick and a replica's client has only
+// Process; two in three of the other replicas' clients are go-redis's
+// AutoPipeliner, blocking or asynchronous (only in a crowd's seeds, which
+// replay a few milliseconds apart anyway: its flushers batch the commands
+// of one instant in the order the Go scheduler runs their goroutines).
+// The crowd's DB waits for no replicas: a DB that does is not batched.
+func genCrowd(sc *Scenario) {
+	r := rand.New(rand.NewPCG(uint64(sc.Seed), 0xc20d))
+	if r.IntN(40) != 0 {
+		return
+	}
+	sc.Replicated = false
+	sc.Crowd, sc.BatchSize = 20+r.IntN(81), []int{2, 4, 8}[r.IntN(3)]
+	// A tick an hour into the span or later, at a minute no other job's
+	// spec names.
+	tick := sc.Start.Add(time.Hour + time.Duration(r.Int64N(int64(sc.Span-2*time.Hour))))
+	spec := fmt.Sprintf("CRON_TZ=UTC %d %d * * *", []int{7, 23, 38, 52}[r.IntN(4)], tick.Hour())
+	v := Version{Policy: Policy{Kind: CronSpec, Spec: spec}, Attempts: 1 + r.IntN(3)}
+	for k := range sc.Crowd {
+		j := Job{Name: fmt.Sprintf("j%d", len(sc.Jobs)), Versions: []Version{v, v, v}, NoStartup: true, Crowd: true,
+			Plans: make(map[PlanKey]Plan),
+			Quick: crowdGrace - 50*time.Millisecond + time.Duration(r.Int64N(int64(100*time.Millisecond))) + time.Duration(1+k)}
+		sc.Jobs = append(sc.Jobs, j)
+	}
+	switch r.IntN(4) {
+	case 0, 1:
+		if s, ok := v.Policy.Interval(false).NextSlot(sc.Start); ok && s.Start.Before(sc.Start.Add(sc.Span)) {
+			at := s.Start.Sub(sc.Start) - time.Duration(r.Int64N(int64(time.Second)))
+			sc.Events = append(sc.Events, Event{At: at, Kind: ScriptFlush, D: time.Millisecond})
+		}
+		sc.ProcessOnly[r.IntN(Replicas)] = true
+	}
+	for i := range sc.AutoPipelined {
+		if !sc.ProcessOnly[i] && r.IntN(3) > 0 {
+			sc.AutoPipelined[i] = 1 + r.IntN(2)
+		}
+	}
 }
 
 // knobs draws a release's spread, TTL, history and run deadline.

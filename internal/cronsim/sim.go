@@ -19,6 +19,7 @@ import (
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/crontest"
+	"github.com/wakuwaku-go/wakuwaku/internal/cronhook"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
@@ -42,6 +43,9 @@ type History struct {
 	// Applied the scenario's events that changed something (a Replace,
 	// Remove or Add that the replica's runtime took): for the coverage.
 	Reasons, Applied []string
+	// CompletionsFirst is how many times a replica's batching client sent
+	// completions while claims or looks waited, its bound reached.
+	CompletionsFirst int
 }
 
 // Run is one run of a job, as crontest recorded it, with what the job's
@@ -88,6 +92,7 @@ type LogRecord struct {
 	Job       string
 	Reason    string
 	Scheduled time.Time
+	Err       string // the record's "error", if it has one
 }
 
 // AdminOp is an operator's command and what it returned: nil, an error
@@ -129,6 +134,11 @@ func Simulate(t *testing.T, sc *Scenario) *History {
 			runs: make(map[runKey]*seen), counts: make(map[string]int), alive: make(map[string]*atomic.Bool),
 			reasons: make(map[string]bool), applied: make(map[string]bool),
 		}
+		defer func() {
+			for _, c := range w.clients {
+				hooked.Delete(c)
+			}
+		}()
 		w.run()
 	})
 	return h
@@ -153,6 +163,26 @@ type world struct {
 	downUntil, stallUntil time.Time // of Redis, as the events made them
 	removed               [Replicas]map[string]bool
 	reasons, applied      map[string]bool
+	clients               []any        // the jobs' clients, in hooked
+	completionsFirst      atomic.Int64 // cronhook.CompletionsFirst's calls
+}
+
+// hooked maps the clients of the jobs' DBs to their world, for the
+// runtime's hooks: seeds run side by side in one process.
+var hooked sync.Map
+
+func init() {
+	cronhook.BatchSize = func(c any) int {
+		if w, ok := hooked.Load(c); ok {
+			return w.(*world).sc.BatchSize
+		}
+		return 0
+	}
+	cronhook.CompletionsFirst = func(c any) {
+		if w, ok := hooked.Load(c); ok {
+			w.(*world).completionsFirst.Add(1)
+		}
+	}
 }
 
 // runKey names a run as both the job's code and crontest see it: no two
@@ -242,8 +272,35 @@ func (w *world) build(rdb *redis.Client, i int, j *Job) cron.Job {
 	v := w.versions[i][j.Name]
 	w.mu.Unlock()
 	var c lock.Client = rdb
-	if w.sc.ProcessOnly[i] && !w.sc.Replicated { // WithReplicas needs a *redis.Client
+	switch {
+	case w.sc.Replicated: // WithReplicas needs a *redis.Client
+	case w.sc.ProcessOnly[i]:
 		c = processOnly{rdb}
+	case w.sc.AutoPipelined[i] > 0:
+		// One per client, closed with it. Ordered, with one batch on the
+		// wire (its default), a flusher that finds the batch out waits on
+		// a timer from a pool that go-redis shares across goroutines: a
+		// timer another bubble made, which this one may not wait on. So
+		// up to eight batches go out at once, unordered, which changes no
+		// order the runtime needs (each caller waits for its command's
+		// reply before it sends another). And a batch's bytes stay within
+		// what miniredis reads before it answers: the in-memory connection
+		// has no buffer.
+		open, opts := rdb.AutoPipelineWithOptions, redis.DefaultBlockingAutoPipelineOptions()
+		if w.sc.AutoPipelined[i] == 2 {
+			open, opts = rdb.AsyncAutoPipelineWithOptions, redis.DefaultAutoPipelineOptions()
+		}
+		opts.MaxConcurrentBatches, opts.Unordered, opts.FullDuplex, opts.MaxBatchBytes = 8, true, false, 3<<10
+		if ap, err := open(opts); err != nil {
+			w.tb.Errorf("cronsim: replica %d's AutoPipeliner: %v", i, err)
+		} else {
+			c = ap
+		}
+	}
+	if _, ok := hooked.LoadOrStore(c, w); !ok {
+		w.mu.Lock()
+		w.clients = append(w.clients, c)
+		w.mu.Unlock()
 	}
 	version := j.Versions[v]
 	opts := []cron.FuncOption{cron.WithLease(cron.LeaseConfig{
@@ -422,20 +479,26 @@ func (w *world) killed(i int) {
 // probe reads every job's record.
 func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 	now := time.Now()
-	// One round trip for every job's record and its TTL.
-	fields := make([]*redis.MapStringStringCmd, len(w.sc.Jobs))
-	ttls := make([]*redis.DurationCmd, len(w.sc.Jobs))
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, j := range w.sc.Jobs {
-			fields[i], ttls[i] = p.HGetAll(ctx, RecordKey(j.Name)), p.PTTL(ctx, RecordKey(j.Name))
+	// One round trip for every 8 jobs' records and their TTLs, but for a
+	// crowd's (see Job.Crowd): more in one pipeline would fill the
+	// in-memory connection (net.Pipe, no buffer) both ways and wait out
+	// its write timeout.
+	jobs := slices.DeleteFunc(slices.Clone(w.sc.Jobs), func(j Job) bool { return j.Crowd })
+	fields := make([]*redis.MapStringStringCmd, len(jobs))
+	ttls := make([]*redis.DurationCmd, len(jobs))
+	for from := 0; from < len(jobs); from += 8 {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, j := range jobs[from:min(from+8, len(jobs))] {
+				fields[from+i], ttls[from+i] = p.HGetAll(ctx, RecordKey(j.Name)), p.PTTL(ctx, RecordKey(j.Name))
+			}
+			return nil
+		})
+		if err != nil {
+			w.tb.Errorf("cronsim: reading the records: %v", err)
+			return
 		}
-		return nil
-	})
-	if err != nil {
-		w.tb.Errorf("cronsim: reading the records: %v", err)
-		return
 	}
-	for i, j := range w.sc.Jobs {
+	for i, j := range jobs {
 		p := Probe{At: now, Job: j.Name}
 		if f := fields[i].Val(); len(f) > 0 {
 			// slot = id|at|state|tries|retry|lease
@@ -486,6 +549,7 @@ func (w *world) collect() {
 	w.h.End = time.Now()
 	w.h.Reasons = slices.Sorted(maps.Keys(w.reasons))
 	w.h.Applied = slices.Sorted(maps.Keys(w.applied))
+	w.h.CompletionsFirst = int(w.completionsFirst.Load())
 }
 
 func cmpStrings(a, b string) int {
@@ -592,6 +656,8 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 			rec.Reason = a.Value.String()
 		case "scheduled":
 			rec.Scheduled = a.Value.Time()
+		case "error":
+			rec.Err = a.Value.String()
 		}
 		return true
 	}
