@@ -1,6 +1,7 @@
 package cronsim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -139,7 +140,10 @@ func (h *History) Trace(job string, full bool) string {
 	for _, msg := range h.Harness {
 		add(h.End, false, "harness: %s", msg)
 	}
-	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	// Lines of one instant in the order of their text: events of one
+	// instant of fake time happen in goroutines whose order the Go
+	// scheduler picks, and a trace is compared across runs.
+	slices.SortStableFunc(lines, func(a, b line) int { return cmp.Or(a.at.Compare(b.at), strings.Compare(a.text, b.text)) })
 	var b strings.Builder
 	for i := 0; i < len(lines); i++ {
 		n := 0 // plain lines from i
