@@ -235,6 +235,12 @@ const (
 	// lease lapses by itself, and the record then counts the attempt as
 	// lost (retried if [LeaseConfig.Attempts] allows).
 	ReasonNotReplicated = "claim not acknowledged by replicas"
+	// ReasonSkippedElsewhere is why a tick was skipped when the record
+	// names its slot skipped, as another replica's tick recorded (its
+	// reason being ReasonStillRunning or ReasonPaused): the replica that
+	// recorded it reports that reason, once, and the slot's history entry
+	// says so.
+	ReasonSkippedElsewhere = "slot already recorded skipped"
 )
 
 // leaseOf calls the job's Lease method, turning a panic into an error that

@@ -213,6 +213,10 @@ type claimed struct {
 	attempt int
 	trigger Trigger
 	slot    string // the slot's id in the record, if known
+	// recorded is the reason of the skip of the tick's slot that this
+	// claim recorded (R19: ReasonStillRunning or ReasonPaused), "" if
+	// none: this replica reports it, the others see it recorded.
+	recorded string
 }
 
 // keepFor returns how long the record must live at least after a script
@@ -326,7 +330,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	if mode == modeHello || mode == modeRequest {
 		end = time.Time{}
 	}
-	run := &runLease{s: s, token: randomHex(16)}
+	run := &runLease{s: s, token: randomHex(16), window: end}
 	nextMS := ""
 	if !next.IsZero() {
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
@@ -343,6 +347,11 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	acked = acks >= int64(s.repl.N)
 	code, n, text, id := claimReply(reply)
 	c = claimed{slot: id, quiet: mode == modeCatchUp}
+	if len(reply) > 4 {
+		// R19: a skip recorded while a request was served.
+		why, _ := reply[4].(string)
+		c.recorded = skipReason(why)
+	}
 	switch code {
 	case 1:
 		c.trigger = parseTrigger(text)
@@ -383,10 +392,25 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.quiet = true
 	case 7: // R8
 		c.reason = ReasonAttemptsUsedUp
+	case 8: // R19: S is recorded skipped
+		if n == 1 {
+			c.reason, c.recorded = skipReason(text), skipReason(text)
+		} else {
+			c.reason = ReasonSkippedElsewhere
+		}
 	default:
 		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
 	}
 	return c, true, nil
+}
+
+// skipReason is the runtime's reason for the record's reason of a skip
+// (R19).
+func skipReason(why string) string {
+	if why == "paused" {
+		return ReasonPaused
+	}
+	return ReasonStillRunning
 }
 
 // completed is a completion's answer.
@@ -394,12 +418,15 @@ type completed struct {
 	held    bool // the run still held its lease
 	open    bool // its slot waits for another attempt
 	wanted  bool // a run-now request waits
+	closed  bool // its slot failed with attempts left: its claim window ends before the back-off does (R12)
 	backoff time.Duration
 }
 
 // complete is E8: it records the end of run, which was due at scheduled
 // and returned err (a *PanicError if it panicked), and the next tick if
-// known (R12), and adds the run to the job's history. With a Db that waits
+// known (R12), and adds the run to the job's history. A failed attempt
+// whose back-off ends after its slot's claim window (run.window) closes
+// the slot as failed. With a Db that waits
 // for replicas, a completion they did not acknowledge returns its answer
 // and an error wrapping lock.ErrNotReplicated: the caller sends it again
 // (R18).
@@ -424,9 +451,14 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if text != "" {
 		errJSON = jsonString(text)
 	}
+	now := s.now()
+	left := ""
+	if !run.window.IsZero() {
+		left = strconv.FormatInt(run.window.Sub(now).Milliseconds(), 10)
+	}
 	cmd, acked, werr := completeScript.RunWait(ctx, s.completing, s.repl, s.keys[:2], run.token, outcome, text,
-		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
-		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON)
+		s.attempts, backoff.Milliseconds(), s.keepFor(now, next, time.Time{}), nextMS,
+		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON, left)
 	reply, rerr := cmd.Slice()
 	if rerr != nil {
 		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
@@ -438,7 +470,7 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	}
 	state, _ := reply[1].(string)
 	want, _ := reply[2].(int64)
-	c := completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff}
+	c := completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff, closed: len(reply) > 3}
 	if err := s.replicated(acked, werr); err != nil {
 		return c, fmt.Errorf("cron: recording a run of %q: %w", s.name, err)
 	}
@@ -477,8 +509,9 @@ func claimReply(reply []any) (code, n int64, text, slot string) {
 // runLease is the lease of a run in progress, which [lock.WhileHeld] keeps
 // by heartbeat: it implements lock.Lease.
 type runLease struct {
-	s     *jobState
-	token string
+	s      *jobState
+	token  string
+	window time.Time // when its slot's claim window ends; zero for a requested run
 
 	mu       sync.Mutex
 	deadline time.Time

@@ -197,8 +197,13 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	if ad.failures.Load() > 0 {
 		r.admissionRecovered(ctx, ad, t)
 	}
+	if c.recorded != "" {
+		// R19: this claim recorded the slot skipped; the other
+		// replicas see it recorded.
+		r.skipRecorded(ctx, t, c.recorded)
+	}
 	if c.run == nil {
-		if !c.quiet && c.reason != "" {
+		if !c.quiet && c.reason != "" && c.recorded == "" {
 			r.skipped(ctx, t, c.reason)
 		}
 		r.followUp(a, c)
@@ -277,6 +282,10 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 			r.lookAgain(a.e, s, modeFollow, t.Slot, a.slot, time.Millisecond)
 		}
 		return
+	}
+	if c.closed {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's slot failed: its claim window ends before its retry would be due",
+			slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Int("attempt", t.Attempt))
 	}
 	if c.open {
 		r.lookAgain(a.e, s, modeRetry, t.Slot, a.slot, c.backoff)
@@ -421,6 +430,22 @@ func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string) {
 		r.observer.RunSkipped(*t, reason, nil)
 	}
 }
+
+// skipRecorded logs, at Warn, a tick whose slot this replica's claim
+// recorded skipped in the record and its history (R19), and tells the
+// observer with its reason: one replica does, so a count of skips summed
+// over the replicas counts the slots skipped.
+func (r *Runtime) skipRecorded(ctx context.Context, t *Tick, reason string) {
+	if r.log.Enabled(ctx, slog.LevelWarn) {
+		r.logSkip(ctx, slog.LevelWarn, msgSkipRecorded, t, reason, nil)
+	}
+	if r.observer.RunSkipped != nil {
+		r.observer.RunSkipped(*t, reason, nil)
+	}
+}
+
+// msgSkipRecorded is the message of skipRecorded's log record.
+const msgSkipRecorded = "cron job skipped a slot; recorded in its history"
 
 func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t *Tick, reason string, err error) {
 	attrs := []slog.Attr{

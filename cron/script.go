@@ -65,6 +65,7 @@ end
 //	slot = id|at|state|tries|retry|lease
 //	last = end|start|slot|try|why|outcome|token|by
 //	fail = end|start|slot|try|why|outcome|by   (and fail.error)
+//	skip = at|reason|id|by
 //	seen, paused, want = ms|by
 const packPatterns = `
 local runPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
@@ -115,11 +116,14 @@ end
 // 16 when a Cron slot's tick is due in ms: its start, plus the job's
 // offset into it with a spread (interval.Interval.WithSpread).
 //
-// Reply: {code, ms, text, slot id}. Codes: 1 run (ms: the attempt, text:
-// the trigger); 2 the run lease is held for ms more (text: same, the run
-// of S; mine, another run of this replica; other); 3 S ran, or is past,
-// or its lease is held by hand; 4 paused; 5 S waits ms for its next
-// attempt; 6 nothing to do, quietly; 7 S used up its attempts.
+// Reply: {code, ms, text, slot id, skip}. Codes: 1 run (ms: the attempt,
+// text: the trigger); 2 the run lease is held for ms more (text: same, the
+// run of S; mine, another run of this replica; other); 3 S ran, or is
+// past, or its lease is held by hand; 4 paused; 5 S waits ms for its next
+// attempt; 6 nothing to do, quietly; 7 S used up its attempts; 8 S is
+// recorded skipped (R19; text: why, ms: 1 if this claim recorded it, else
+// 0). skip, if present, is the reason of the skip this claim recorded
+// while it served a request.
 var claimScript = redisscript.New(claimSrc)
 
 const claimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRest
@@ -128,8 +132,8 @@ const claimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRe
 const claimRead = `
 local L = KEYS[3]
 local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
-local run, slot, paused, want, nxt, seen, last = unpack(redis.call('HMGET', R,
-	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last'))
+local run, slot, paused, want, nxt, seen, last, skip = unpack(redis.call('HMGET', R,
+	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last', 'skip'))
 local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy
 if run then
 	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy = string.match(run, runPat)
@@ -164,7 +168,11 @@ local lastStart, lastEnd
 -- the next tick announced, if earlier), with the answer's own fields, in
 -- one HSET; then it lives long enough.
 local announce = ARGV[12] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[12]) < tonumber(nxt))
+local skipNew -- the reason of the skip this claim recorded (R19)
 local function answer(r, ...)
+	if skipNew then
+		r[5] = skipNew
+	end
 	local sn = now .. '|' .. replica
 	if announce then
 		if existed then
@@ -272,6 +280,50 @@ if L and (mode == 'tick' or mode == 'catchup') then
 	end
 end
 local sid = S or ''
+-- R19: a Cron slot S newer than the record's is none, unless skip names
+-- S (S is skipped) or a newer slot (S is past).
+local cronNew = not L and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0'))
+local skipAt, skipWhy
+if skip then
+	skipAt, skipWhy = string.match(skip, '^([^|]*)|([^|]*)|')
+	skipAt, skipWhy = tonumber(skipAt), skipWhy or ''
+end
+-- skipTick is R19 for a tick that R2 or R3 refuses (why): it records a
+-- slot that is none skipped, once, and answers 8, or the request it
+-- serves (with R3); false if S is past, or a duration policy's interval
+-- had a slot.
+local function skipTick(why)
+	local id, at = S, ARGV[3]
+	if L then
+		if not fresh then
+			return false
+		elseif skipAt and skipAt + tonumber(ARGV[14]) > now then
+			return answer({8, 0, skipWhy, ''})
+		elseif tonumber(slotAt or '0') + tonumber(ARGV[14]) > now then
+			return false
+		end
+		id, at = tostring(now), now
+	elseif not cronNew or (skipAt and skipAt > tonumber(at)) then
+		return false
+	elseif skipAt == tonumber(at) then
+		if why == 'paused' then
+			return request() or answer({8, 0, skipWhy, sid})
+		end
+		return answer({8, 0, skipWhy, sid})
+	end
+	skipNew = why
+	redis.call('HSET', R, 'skip', at .. '|' .. why .. '|' .. id .. '|' .. replica)
+	if redis.call('LPUSH', H, cjson.encode({slot = id, by = replica, why = 'schedule', try = '0', due = ARGV[16],
+		start = tostring(now), ['end'] = tostring(now), outcome = 'skipped', reason = why, error = ''})) == 1 then
+		sameExpiry()
+	else
+		redis.call('LTRIM', H, 0, tonumber(ARGV[15]) - 1)
+	end
+	if why == 'paused' then
+		return request() or answer({8, 1, why, id})
+	end
+	return answer({8, 1, why, id})
+end
 -- R1, R2: the run lease is held.
 if running then
 	if mode == 'catchup' then
@@ -286,12 +338,18 @@ if running then
 	elseif runBy == replica then
 		of = 'mine'
 	end
+	if mode == 'tick' and of ~= 'same' then
+		local r = skipTick('still running') -- R2
+		if r then
+			return r
+		end
+	end
 	return answer({2, tonumber(runUntil) - now, of, sid})
 end
 -- R3: paused.
 if paused then
 	if mode == 'tick' then
-		return request() or answer({4, 0, '', sid})
+		return skipTick('paused') or request() or answer({4, 0, '', sid})
 	elseif mode == 'catchup' then
 		return answer({6})
 	end
@@ -314,8 +372,10 @@ elseif slot == S then
 			state = 'due'
 		end
 	end
-elseif not L and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0')) then
+elseif cronNew and not skipAt or cronNew and skipAt < tonumber(ARGV[3]) then
 	state = 'none'
+elseif cronNew and skipAt == tonumber(ARGV[3]) then
+	state = 'skipped'
 else
 	state = 'past'
 end
@@ -340,7 +400,7 @@ if state == 'none' then -- R4
 			lastEnd, lastStart = string.match(last, '^([^|]*)|([^|]*)|')
 		end
 		if lastEnd and tonumber(lastEnd) > due and tonumber(lastStart) < due then
-			return answer({2, 0, 'other', sid})
+			return skipTick('still running')
 		end
 		return open(S, ARGV[3], 'schedule')
 	elseif mode ~= 'catchup' or not existed then
@@ -355,7 +415,8 @@ if state == 'none' then -- R4
 		end
 		return open(S, ARGV[3], 'catch-up')
 	end
-	local due = tonumber(slotAt or born or now) + tonumber(ARGV[14])
+	-- A skip recorded within the interval stands for its slot (R19).
+	local due = math.max(tonumber(slotAt or born or now), skipAt or 0) + tonumber(ARGV[14])
 	if now < due or now - due > window then
 		return answer({6})
 	end
@@ -376,6 +437,8 @@ elseif state == 'waiting' then -- R6
 	return answer({5, wait, '', sid})
 elseif mode ~= 'tick' then
 	return answer({6})
+elseif state == 'skipped' then -- R19
+	return request() or answer({8, 0, skipWhy, sid})
 elseif state == 'failed' then -- R8
 	return request() or answer({7, 0, '', sid})
 end
@@ -395,7 +458,10 @@ return request() or answer({3, 0, '', sid}) -- R7`
 // record. ARGV[9] is when the run was due, in ms of its replica's clock;
 // ARGV[10] the job's schedule, as the replica states it; ARGV[11] the
 // replica's name and ARGV[12] the error text, each as a JSON string, for
-// the history's entry.
+// the history's entry. ARGV[13] is how long the slot can still be claimed,
+// in ms, as the replica reckons (empty if it does not say): a failed
+// attempt whose back-off is as long closes its slot as failed (R12, claim
+// window over), and the reply says so as a fourth element.
 //
 // Sent again for a run it recorded already (R18: its first answer went
 // unacknowledged by the replicas, or was lost; C3), it finds the run's token
@@ -440,14 +506,19 @@ if ARGV[3] ~= '' then
 	errJSON = ARGV[12]
 end
 keep(tonumber(ARGV[6]))
+local state = stateAfter(outcome, max)
+-- R12: a retry that would start after the slot's claim window closes it.
+local closed = ''
+if state == 'open' and ARGV[13] and ARGV[13] ~= '' and tonumber(ARGV[5]) >= tonumber(ARGV[13]) then
+	state, closed = 'failed', '","reason":"claim window over'
+end
 if redis.call('LPUSH', H, '{"slot":"' .. runSlot .. '","by":' .. ARGV[11] .. ',"why":"' .. runWhy .. '","try":"' ..
 	runTry .. '","due":"' .. ARGV[9] .. '","start":"' .. runSince .. '","end":"' .. now .. '","outcome":"' ..
-	outcome .. '","error":' .. errJSON .. '}') == 1 then
+	outcome .. closed .. '","error":' .. errJSON .. '}') == 1 then
 	sameExpiry()
 else
 	redis.call('LTRIM', H, 0, tonumber(ARGV[8]) - 1)
 end
-local state = stateAfter(outcome, max)
 local announce = ARGV[7] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[7]) < tonumber(nxt))
 -- One HSET: the run, the slot's new state, and the record's own fields.
 local newSlot
@@ -474,6 +545,9 @@ elseif announce then
 	ended(outcome, now, ARGV[3], ARGV[1], 'every', ARGV[10], 'next', ARGV[7])
 else
 	ended(outcome, now, ARGV[3], ARGV[1], 'every', ARGV[10])
+end
+if closed ~= '' then
+	return {1, state, w, 'claim window over'}
 end
 return {1, state or '', w}`
 

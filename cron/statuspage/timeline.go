@@ -232,7 +232,7 @@ func slotsOf(history []cron.RunRecord, running *cron.RunRecord) []*slot {
 // words.
 func judge(attempts []attempt) (state, result string) {
 	var failed []string
-	ran := 0
+	ran, why := 0, ""
 	for i, a := range attempts {
 		switch {
 		case a.running:
@@ -242,13 +242,20 @@ func judge(attempts []attempt) (state, result string) {
 		case a.Outcome == "ok":
 			return slotOK, "ok on retry"
 		case a.Outcome == slotSkipped:
+			why = cmp.Or(why, a.Reason)
 			continue
 		}
 		ran++
 		failed = append(failed, a.Outcome)
+		why = a.Reason // a completion's: claim window over
 	}
-	if ran == 0 {
+	switch {
+	case ran == 0 && why != "":
+		return slotSkipped, "skipped (" + why + ")"
+	case ran == 0:
 		return slotSkipped, "skipped"
+	case why != "":
+		return slotFailed, "failed (" + failed[len(failed)-1] + ", " + why + ")"
 	}
 	return slotFailed, "failed (" + failed[len(failed)-1] + ")"
 }
@@ -409,7 +416,7 @@ func (s *slot) view(now time.Time) slotView {
 		v.Attempts = append(v.Attempts, attemptLine{Text: "no run of it in the history"})
 	}
 	for _, a := range s.skips {
-		v.Attempts = append(v.Attempts, attemptLine{Text: "skipped on " + a.Replica + " at " + clock(a.Started, now), Error: a.Error})
+		v.Attempts = append(v.Attempts, attemptLine{Text: "skipped on " + a.Replica + " at " + clock(a.Started, now), Error: cmp.Or(a.Reason, a.Error)})
 	}
 	for _, a := range s.attempts {
 		v.Attempts = append(v.Attempts, attemptLine{Text: a.describe(now), Error: a.Error})
@@ -450,7 +457,11 @@ func (a attempt) describe(now time.Time) string {
 	if a.running {
 		return s + "running for " + since(a.Started, now)
 	}
-	s += a.Outcome + ", " + a.Duration.Round(time.Millisecond).String()
+	s += a.Outcome
+	if a.Reason != "" {
+		s += " (" + a.Reason + ")"
+	}
+	s += ", " + a.Duration.Round(time.Millisecond).String()
 	if !a.Scheduled.IsZero() {
 		s += ", started " + lag(a.RunRecord).Round(time.Millisecond).String() + " late"
 	}
