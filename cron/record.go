@@ -72,9 +72,13 @@ const (
 	// look Redis did not answer. It is no claim script's mode: a look
 	// that finds the slot unclaimed claims it as its tick (E1).
 	modeLook
+	// modeSkip is E1 of a Cron slot whose tick came while this replica's
+	// own run of the job went on: it never runs, and records the slot
+	// skipped if a run holds the job (R2, R19).
+	modeSkip
 )
 
-var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look"}
+var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look", "skip"}
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.

@@ -134,7 +134,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 // a leased job's run.
 func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	t, ad := &a.tick, a.admit
-	if ad.check != nil {
+	if ad.check != nil && a.mode != modeSkip { // a skip runs nothing to admit
 		admitted, reason, err := admit(ctx, ad.check, t)
 		if err != nil {
 			r.admissionFailed(ctx, ad, t, err)
@@ -178,8 +178,14 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	}
 	if claim && err == nil {
 		c, err = s.claim(ctx, mode, t, a.next, a.slot)
-		if a.mode == modeLook {
+		switch {
+		case a.mode == modeLook:
 			c.quiet = true // this replica reported the tick skipped already
+		case a.mode == modeSkip && c.reason == "":
+			// No run holds the job by the record: this replica's own run
+			// lost its lease. The tick is skipped here, as a job without
+			// a lease skips it, and the others' ticks decide the slot.
+			c.reason, c.quiet = ReasonStillRunning, false
 		}
 	}
 	if err != nil {

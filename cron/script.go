@@ -65,7 +65,7 @@ end
 //	slot = id|at|state|tries|retry|lease
 //	last = end|start|slot|try|why|outcome|token|by
 //	fail = end|start|slot|try|why|outcome|by   (and fail.error)
-//	skip = at|reason|id|by
+//	skip = at|reason|id|token|by
 //	seen, paused, want = ms|by
 const packPatterns = `
 local runPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
@@ -105,7 +105,7 @@ end
 // claimScript is every claim of PROTOCOL.md: E1 tick, E2 retry, E3
 // follow-up, E4 catch-up, E5 request and E6 hello, after C1, C2 and C3
 // (a claim sent again answers as it did). ARGV:
-// 1 mode (tick, retry, follow, catchup, request, hello); 2 the slot's id S
+// 1 mode (tick, retry, follow, catchup, request, hello, skip); 2 the slot's id S
 // (a Cron slot's key; a duration policy's, for retry and follow, the id a
 // claim answered; else empty); 3 a Cron slot's start in ms; 4 the run's
 // token; 5 the replica; 6 the run lease in ms; 7 how long the record must
@@ -115,6 +115,10 @@ end
 // duration policy's interval in ms; 15 how many runs the history keeps;
 // 16 when a Cron slot's tick is due in ms: its start, plus the job's
 // offset into it with a spread (interval.Interval.WithSpread).
+//
+// A skip claim (mode skip) is a tick of a Cron slot whose replica's own run
+// of the job went on when it came: it records S skipped if a run holds
+// the run lease (R2, R19), and answers 6 if not, never 1.
 //
 // Reply: {code, ms, text, slot id, skip}. Codes: 1 run (ms: the attempt,
 // text: the trigger); 2 the run lease is held for ms more (text: same, the
@@ -283,9 +287,9 @@ local sid = S or ''
 -- R19: a Cron slot S newer than the record's is none, unless skip names
 -- S (S is skipped) or a newer slot (S is past).
 local cronNew = not L and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0'))
-local skipAt, skipWhy
+local skipAt, skipWhy, skipTok
 if skip then
-	skipAt, skipWhy = string.match(skip, '^([^|]*)|([^|]*)|')
+	skipAt, skipWhy, skipTok = string.match(skip, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
 	skipAt, skipWhy = tonumber(skipAt), skipWhy or ''
 end
 -- skipTick is R19 for a tick that R2 or R3 refuses (why): it records a
@@ -306,13 +310,18 @@ local function skipTick(why)
 	elseif not cronNew or (skipAt and skipAt > tonumber(at)) then
 		return false
 	elseif skipAt == tonumber(at) then
-		if why == 'paused' then
-			return request() or answer({8, 0, skipWhy, sid})
+		-- C3: the claim that recorded it, sent again, answers so again.
+		local mine = 0
+		if skipTok == ARGV[4] then
+			mine = 1
 		end
-		return answer({8, 0, skipWhy, sid})
+		if why == 'paused' then
+			return request() or answer({8, mine, skipWhy, sid})
+		end
+		return answer({8, mine, skipWhy, sid})
 	end
 	skipNew = why
-	redis.call('HSET', R, 'skip', at .. '|' .. why .. '|' .. id .. '|' .. replica)
+	redis.call('HSET', R, 'skip', at .. '|' .. why .. '|' .. id .. '|' .. ARGV[4] .. '|' .. replica)
 	if redis.call('LPUSH', H, cjson.encode({slot = id, by = replica, why = 'schedule', try = '0', due = ARGV[16],
 		start = tostring(now), ['end'] = tostring(now), outcome = 'skipped', reason = why, error = ''})) == 1 then
 		sameExpiry()
@@ -324,9 +333,12 @@ local function skipTick(why)
 	end
 	return answer({8, 1, why, id})
 end
--- R1, R2: the run lease is held.
+-- R1, R2: the run lease is held. A skip is E1 sent by a replica whose
+-- own run held the job at S's tick: R2 alone decides it.
 if running then
-	if mode == 'catchup' then
+	if mode == 'skip' then
+		return skipTick('still running') or answer({6})
+	elseif mode == 'catchup' then
 		if not fresh and slot == S then
 			return followUpAtStart()
 		end
@@ -345,6 +357,9 @@ if running then
 		end
 	end
 	return answer({2, tonumber(runUntil) - now, of, sid})
+end
+if mode == 'skip' then
+	return answer({6})
 end
 -- R3: paused.
 if paused then

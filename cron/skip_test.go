@@ -2,6 +2,8 @@ package cron_test
 
 import (
 	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,5 +71,38 @@ func TestSkipCountedOnce(t *testing.T) {
 	}
 	if elsewhere == 0 {
 		t.Errorf("no tick reported %q; want the other replica's ticks of the paused slots so", cron.ReasonSkippedElsewhere)
+	}
+}
+
+// TestSkipOwnRunRecorded runs a leased job of a slot a second on one
+// replica, its first run taking two slots: the tick that comes while the
+// replica's own run goes on is skipped there, without a claim, as a job
+// without a lease skips it; its slot is recorded skipped all the same
+// (R19), in the history, since no other replica ticks it. It used to show
+// only as a Warn.
+func TestSkipOwnRunRecorded(t *testing.T) {
+	db := lock.NewDb(redistest.Start(t).Client(t))
+	var first atomic.Bool
+	job := &leasedJob{
+		testJob: testJob{name: "alone", every: interval.MustCron("* * * * * *"), process: func(context.Context, cron.Tick) error {
+			if first.CompareAndSwap(false, true) {
+				time.Sleep(2500 * time.Millisecond)
+			}
+			return nil
+		}},
+		lease: cron.LeaseConfig{Db: db},
+	}
+	start(t, []cron.Job{job}, cron.WithReplica("a"))
+	admin := cron.NewAdmin(db)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := admin.Status(t.Context(), "alone")
+		if err == nil && slices.ContainsFunc(st.History, func(r cron.RunRecord) bool {
+			return r.Outcome == "skipped" && r.Reason == "still running" && r.Replica == "a"
+		}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot recorded skipped within 10s: status %+v, %v", st, err)
+		}
 	}
 }

@@ -811,9 +811,18 @@ func (c *checker) accounted(job string, sched, a, b time.Time) bool {
 			dues = append(dues, v.Interval(false).Due(job, sched))
 		}
 	}
+	key := ""
+	if j, ok := c.sc.job(job); ok {
+		if s, ok := j.Versions[0].Interval(false).NextSlot(sched.Add(-time.Nanosecond)); ok && s.Start.Equal(sched) {
+			key, _ = s.Key()
+		}
+	}
 	for _, l := range c.h.Logs {
-		if l.Job == job && (l.Msg == msgSkipRecorded || l.Reason == cron.ReasonNotReplicated) &&
-			slices.ContainsFunc(dues, l.Scheduled.Equal) && !l.At.Before(a) && !l.At.After(b) {
+		// A start's tick of a slot in its claim window is scheduled at
+		// the start: its record names the slot.
+		named := slices.ContainsFunc(dues, l.Scheduled.Equal) || key != "" && l.Slot == key
+		if l.Job == job && (l.Msg == msgSkipRecorded || l.Reason == cron.ReasonNotReplicated) && named &&
+			!l.At.Before(a) && !l.At.After(b) {
 			return true
 		}
 	}
@@ -1068,14 +1077,22 @@ func (c *checker) skips(j *Job) {
 		if i < 0 {
 			continue
 		}
-		// The slot and its due time the tick names, by some release.
+		// The slot and its due time the tick names, by some release (a
+		// start's tick is scheduled at the start: the slot names it, and
+		// its due time is the earliest a release gives it).
 		var start, due time.Time
+		exact := false
 		for _, v := range j.Versions {
 			every := v.Interval(false)
 			if s, ok := every.NextSlot(l.Scheduled.Add(-24 * time.Hour)); ok {
 				for ; ok && !s.Start.After(l.Scheduled); s, ok = every.NextSlot(s.Start) {
-					if every.Due(j.Name, s.Start).Equal(l.Scheduled) {
-						start, due = s.Start, l.Scheduled
+					key, _ := s.Key()
+					d := every.Due(j.Name, s.Start)
+					switch {
+					case d.Equal(l.Scheduled):
+						start, due, exact = s.Start, d, true
+					case !exact && key == l.Slot && (due.IsZero() || d.Before(due)):
+						start, due = s.Start, d
 					}
 				}
 			}

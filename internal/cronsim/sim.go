@@ -88,6 +88,7 @@ type LogRecord struct {
 	Job       string
 	Reason    string
 	Scheduled time.Time
+	Slot      string // the tick's slot, as the record names it (a Cron slot's key)
 }
 
 // AdminOp is an operator's command and what it returned: nil, an error
@@ -592,6 +593,8 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 			rec.Reason = a.Value.String()
 		case "scheduled":
 			rec.Scheduled = a.Value.Time()
+		case "slot":
+			rec.Slot = a.Value.String()
 		}
 		return true
 	}
