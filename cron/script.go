@@ -286,9 +286,9 @@ end
 local sid = S or ''
 -- R19: a Cron slot S newer than the record's is none, unless skip names
 -- S (S is skipped) or a newer slot (S is past).
-local cronNew = not L and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0'))
+local cronNew = not L and slot ~= S and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0'))
 local skipAt, skipWhy, skipTok
-if skip then
+if skip and (cronNew or L) then
 	skipAt, skipWhy, skipTok = string.match(skip, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
 	skipAt, skipWhy = tonumber(skipAt), skipWhy or ''
 end
