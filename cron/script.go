@@ -302,6 +302,9 @@ local function skipTick(why)
 		if not fresh then
 			return false
 		elseif skipAt and skipAt + tonumber(ARGV[14]) > now then
+			if why == 'paused' then
+				return request() or answer({8, 0, skipWhy, ''})
+			end
 			return answer({8, 0, skipWhy, ''})
 		elseif tonumber(slotAt or '0') + tonumber(ARGV[14]) > now then
 			return false

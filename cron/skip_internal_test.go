@@ -186,7 +186,8 @@ func TestSkipPausedRecordedOnce(t *testing.T) {
 
 // TestSkipPausedDurationOncePerInterval: a duration policy's slot has no
 // id before a claim opens it, so a pause records at most one skip an
-// interval, whichever replica's tick comes first.
+// interval, whichever replica's tick comes first; a later tick in that
+// interval still serves a request that waits.
 func TestSkipPausedDurationOncePerInterval(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.AtLeast(time.Hour)
@@ -213,6 +214,14 @@ func TestSkipPausedDurationOncePerInterval(t *testing.T) {
 	}
 	if len(skips) != 1 || skips[0].By != "r0" || skips[0].Reason != "paused" {
 		t.Errorf("the history's skips = %+v; want one, by r0, reason paused", skips)
+	}
+	// A tick that finds the interval's skip recorded still serves a
+	// request that waits, as a paused tick does (R3, R9).
+	if err := rdb.HSet(ctx, r1.keys[0], "want", "1|op").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c := claimOf(t, r1, modeTick, slot); c.run == nil || c.trigger != TriggerRequest {
+		t.Errorf("a paused tick with a request waiting = %+v; want the requested run", c)
 	}
 }
 
