@@ -163,7 +163,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	var err error
 	mode := a.mode
 	switch {
-	case mode == modeTick && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()):
+	case (mode == modeTick || mode == modeSkip) && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()):
 		// E13: another replica owns the slot; look whether it claimed it.
 		var ok bool
 		if c, claim, ok, err = r.lookFirst(ctx, a, s); !ok {

@@ -569,20 +569,16 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 		}
 		if a.skip != "" {
 			if s := a.admit.leased(); a.skip == ReasonStillRunning && s != nil && s.shared {
-				if s.group.Load().owns(r.replica, s.name, slotKey(&a.tick), r.now()) {
-					// A leased Cron job's own run goes on, on the slot's
-					// owner: the record says whether a run holds the job,
-					// and records the slot skipped (PROTOCOL.md, R19), so
-					// that it shows in the history even when no other
-					// replica ticks it.
-					e, slot := a.e, a.tick.Slot
-					putRun(a)
-					r.offSchedule(e, modeSkip, slot, "")
-					continue
-				}
-				// The owner's tick finds this replica's run holding the
-				// job, and records the slot skipped (R2, R19).
-				a.skip = ReasonSkippedElsewhere
+				// A leased Cron job's own run goes on: the record says
+				// whether a run holds the job, and records the slot
+				// skipped (PROTOCOL.md, R19), so that it shows in the
+				// history even when no other replica ticks it. A replica
+				// that does not own the slot looks first (E13), as for
+				// any tick.
+				e, slot := a.e, a.tick.Slot
+				putRun(a)
+				r.offSchedule(e, modeSkip, slot, "")
+				continue
 			}
 			r.skipped(ctx, &a.tick, a.skip)
 			putRun(a)
