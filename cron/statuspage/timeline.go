@@ -23,7 +23,7 @@ import (
 // (or, running, until now), coloured by its outcome. A slot that its Cron
 // schedule had between the history's slots, but of which the history has
 // no run, is marked missed; an entry whose outcome is "skipped" is marked
-// skipped. Below the SVG the page says the same in words (timelineView),
+// skipped, with its reason. Below the SVG the page says the same in words (timelineView),
 // so nothing needs a hover.
 //
 // The SVG stretches to its cell's width (preserveAspectRatio none), so it
