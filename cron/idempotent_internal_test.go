@@ -183,6 +183,7 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 		}},
 		{"claim that records its slot skipped", func(t *testing.T) {
 			s := newState(t, daily, 1)
+			s.due = func(time.Time) time.Time { return time.Now().Add(-time.Minute) } // the next slot's ticks are due
 			tick := tickOf(daily)
 			held := claim(t, s, modeTick, tick, "")
 			next, _ := daily.NextSlot(tick.Slot.Start)

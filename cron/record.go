@@ -221,6 +221,9 @@ type claimed struct {
 	// claim recorded (R19: ReasonStillRunning or ReasonPaused), "" if
 	// none: this replica reports it, the others see it recorded.
 	recorded string
+	// due is when the slot's ticks are due, for a tick that came before
+	// (mode early); zero otherwise.
+	due time.Time
 }
 
 // keepFor returns how long the record must live at least after a script
@@ -309,14 +312,23 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	var token, prev string
 	now := s.now()
 	end := t.Slot.LeaseEnd(s.ttl)
+	name := modeNames[mode]
 	if s.shared {
 		slot, _ = t.Slot.Key()
 		slotAt = strconv.FormatInt(t.Slot.Start.UnixMilli(), 10)
 		dueAt = slotAt
+		due := t.Slot.Start
 		if s.due != nil {
 			// R2 asks whether a run held the job when the slot's ticks
 			// came: with a spread, after its start.
-			dueAt = strconv.FormatInt(s.due(t.Slot.Start).UnixMilli(), 10)
+			due = s.due(t.Slot.Start)
+			dueAt = strconv.FormatInt(due.UnixMilli(), 10)
+		}
+		if mode == modeTick && now.Before(due) {
+			// A tick before the slot's ticks are due (a start's): R2 and
+			// R3 do not record the slot skipped (R19); the replica looks
+			// again when it is due.
+			name, c.due = "early", due
 		}
 	}
 	if (mode == modeTick || mode == modeRetry || mode == modeFollow) && !now.Before(end) {
@@ -341,7 +353,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	}
 	sent := time.Now()
 	cmd, acks, _ := claimScript.RunWait(ctx, s.batched, s.repl, s.keys,
-		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
+		name, slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
 		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns, dueAt)
 	reply, err := cmd.Slice()
@@ -350,7 +362,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	}
 	acked = acks >= int64(s.repl.N)
 	code, n, text, id := claimReply(reply)
-	c = claimed{slot: id, quiet: mode == modeCatchUp}
+	c = claimed{slot: id, quiet: mode == modeCatchUp, due: c.due}
 	if len(reply) > 4 {
 		// R19: a skip recorded while a request was served.
 		why, _ := reply[4].(string)

@@ -105,7 +105,8 @@ end
 // claimScript is every claim of PROTOCOL.md: E1 tick, E2 retry, E3
 // follow-up, E4 catch-up, E5 request and E6 hello, after C1, C2 and C3
 // (a claim sent again answers as it did). ARGV:
-// 1 mode (tick, retry, follow, catchup, request, hello, skip); 2 the slot's id S
+// 1 mode (tick, early, retry, follow, catchup, request, hello, skip; early
+// is a tick of a Cron slot before its ticks are due); 2 the slot's id S
 // (a Cron slot's key; a duration policy's, for retry and follow, the id a
 // claim answered; else empty); 3 a Cron slot's start in ms; 4 the run's
 // token; 5 the replica; 6 the run lease in ms; 7 how long the record must
@@ -136,6 +137,12 @@ const claimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRe
 const claimRead = `
 local L = KEYS[3]
 local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
+-- A tick before its Cron slot's ticks are due (a start's) is a tick that
+-- records no skip (R19).
+local early = mode == 'early'
+if early then
+	mode = 'tick'
+end
 local run, slot, paused, want, nxt, seen, last, skip = unpack(redis.call('HMGET', R,
 	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last', 'skip'))
 local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBy
@@ -298,7 +305,9 @@ end
 -- had a slot.
 local function skipTick(why)
 	local id, at = S, ARGV[3]
-	if L then
+	if early then
+		return false
+	elseif L then
 		if not fresh then
 			return false
 		elseif skipAt and skipAt + tonumber(ARGV[14]) > now then

@@ -34,6 +34,14 @@ func replicasOf(t *testing.T, rdb *redis.Client, every interval.Interval, l Leas
 	return r0, r1
 }
 
+// dueNow makes the ticks of the slots the tests claim (the next hour's)
+// due already, as if the clock were past their start.
+func dueNow(rs ...*jobState) {
+	for _, s := range rs {
+		s.due = func(time.Time) time.Time { return time.Now().Add(-time.Minute) }
+	}
+}
+
 // claimOf claims slot for mode on s, failing t on an error.
 func claimOf(t *testing.T, s *jobState, mode claimMode, slot interval.Slot) claimed {
 	t.Helper()
@@ -86,6 +94,7 @@ func TestSkipStillRunningStaysSkipped(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.MustCron("0 * * * *")
 	r0, r1 := replicasOf(t, rdb, every, LeaseConfig{Name: "overrun", Attempts: 2, CatchUp: 3 * time.Hour})
+	dueNow(r0, r1)
 	ctx := context.Background()
 	now := time.Now()
 	s0 := every.Plan(now, now).Slot
@@ -107,8 +116,8 @@ func TestSkipStillRunningStaysSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A requested run, which begins after S1's tick was due (as a test
-	// can't wait an hour, S1's due time is moved back before it: the
-	// record's last run then began after it).
+	// can't wait an hour, S1's ticks are due a minute ago: the record's
+	// last run then began after that).
 	if err := rdb.HSet(ctx, r0.keys[0], "want", "1|op").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +128,6 @@ func TestSkipStillRunningStaysSkipped(t *testing.T) {
 	if _, err := r0.complete(ctx, req.run, req.attempt, time.Time{}, nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	late := func(start time.Time) time.Time { return time.Now().Add(-time.Minute) }
-	r1.due, r0.due = late, late
 	if c := claimOf(t, r1, modeTick, s1); c.run != nil {
 		t.Errorf("a late tick of %v ran it (attempt %d, %v), though it was recorded skipped", s1.Start, c.attempt, c.trigger)
 	}
@@ -143,6 +150,7 @@ func TestSkipPausedRecordedOnce(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.MustCron("0 * * * *")
 	r0, r1 := replicasOf(t, rdb, every, LeaseConfig{Name: "paused", CatchUp: 3 * time.Hour})
+	dueNow(r0, r1)
 	ctx := context.Background()
 	now := time.Now()
 	s0 := every.Plan(now, now).Slot
@@ -258,5 +266,36 @@ func TestRetryPastClaimWindowClosesSlot(t *testing.T) {
 	}
 	if h := historyOf(t, rdb, r0); len(h) != 1 || h[0].Outcome != "error" || h[0].Error != "failed" || h[0].Reason != "claim window over" {
 		t.Errorf("the history = %+v; want the attempt's error, and the reason claim window over", h)
+	}
+}
+
+// TestSkipNotRecordedBeforeDue: a tick that comes before its slot's ticks
+// are due (a start's, with a spread) and finds another run holding the
+// job records nothing, since that run may end before the slot is due; the
+// slot's tick at its due time records the skip if the run still holds the
+// job. A start's early tick used to refuse the slot for good, while the
+// slot's due ticks would have found the job free (simulator seed 5003251).
+func TestSkipNotRecordedBeforeDue(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	every := interval.MustCron("0 * * * *")
+	r0, r1 := replicasOf(t, rdb, every, LeaseConfig{Name: "early"})
+	now := time.Now()
+	s0 := every.Plan(now, now).Slot
+	s1, _ := every.NextSlot(s0.Start)
+	id1, _ := s1.Key()
+	if c := claimOf(t, r0, modeTick, s0); c.run == nil {
+		t.Fatalf("claim of %v = %+v; want a run", s0.Start, c)
+	}
+	// S1 is ahead of the clock: its ticks are due later.
+	if c := claimOf(t, r1, modeTick, s1); c.run != nil || c.recorded != "" || c.due.IsZero() {
+		t.Errorf("an early tick of %v = %+v; want it refused, nothing recorded, and when it is due", s1.Start, c)
+	}
+	if skips := skipsOf(historyOf(t, rdb, r1), id1); len(skips) != 0 {
+		t.Errorf("the history's skips of %s after an early tick = %+v; want none", id1, skips)
+	}
+	// S1's ticks are due: the run of S0 still holds the job.
+	dueNow(r1)
+	if c := claimOf(t, r1, modeTick, s1); c.run != nil || c.recorded != ReasonStillRunning {
+		t.Errorf("the due tick of %v = %+v; want it recorded skipped", s1.Start, c)
 	}
 }

@@ -811,16 +811,19 @@ func (c *checker) accounted(job string, sched, a, b time.Time) bool {
 			dues = append(dues, v.Interval(false).Due(job, sched))
 		}
 	}
-	key := ""
+	var keys []string // the slot's key, by each release that has it
 	if j, ok := c.sc.job(job); ok {
-		if s, ok := j.Versions[0].Interval(false).NextSlot(sched.Add(-time.Nanosecond)); ok && s.Start.Equal(sched) {
-			key, _ = s.Key()
+		for _, v := range j.Versions {
+			if s, ok := v.Interval(false).NextSlot(sched.Add(-time.Nanosecond)); ok && s.Start.Equal(sched) {
+				key, _ := s.Key()
+				keys = append(keys, key)
+			}
 		}
 	}
 	for _, l := range c.h.Logs {
 		// A start's tick of a slot in its claim window is scheduled at
 		// the start: its record names the slot.
-		named := slices.ContainsFunc(dues, l.Scheduled.Equal) || key != "" && l.Slot == key
+		named := slices.ContainsFunc(dues, l.Scheduled.Equal) || l.Slot != "" && slices.Contains(keys, l.Slot)
 		if l.Job == job && (l.Msg == msgSkipRecorded || l.Reason == cron.ReasonNotReplicated) && named &&
 			!l.At.Before(a) && !l.At.After(b) {
 			return true
