@@ -906,6 +906,20 @@ func (c *checker) retried(j *Job, s *slot) {
 	if backoff == 0 {
 		backoff = time.Second
 	}
+	// A failed attempt whose back-off ends after the slot's claim window,
+	// as the release of its replica reckons it, closes the slot in its
+	// completion (R12, claim window over), though a replica of another
+	// release, with a longer window, could have retried it (PROTOCOL.md,
+	// Limits; seed 5003778).
+	if v := j.Versions[last.Version]; last.Err != nil && !errors.Is(last.Err, crontest.ErrKilled) && !last.End.IsZero() {
+		d := backoff
+		for i := 1; i < last.Tick.Attempt && d < 64*backoff; i++ {
+			d *= 2
+		}
+		if !last.End.Add(min(d, 64*backoff)).Before(v.LeaseEnd(last.Tick.Slot)) {
+			return
+		}
+	}
 	wait := runTTL(j) + 4*backoff + tickMargin
 	from := c.healthyFrom(c.held(j, last), wait)
 	// Another run that holds the job meanwhile (a requested one, say)
