@@ -383,7 +383,7 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		return ""
 	}
 	// The packed fields (PROTOCOL.md, the record): slot = id|at|state|…,
-	// skip = at|reason|id|by, run = token|since|until|try|why|slot|by.
+	// skip = at|reason|id|token|by, run = token|since|until|try|why|slot|by.
 	rec, skip, run := parts(str(0), 6), parts(str(2), 4), parts(str(3), 7)
 	c.slot = slot
 	skipAt, perr := strconv.ParseInt(skip[0], 10, 64)
