@@ -222,8 +222,12 @@ type claimed struct {
 	// none: this replica reports it, the others see it recorded.
 	recorded string
 	// due is when the slot's ticks are due, for a tick that came before
-	// (mode early); zero otherwise.
+	// by this replica's clock (mode early); zero otherwise.
 	due time.Time
+	// early is R2 or R3 refusing a tick before its slot's ticks are due,
+	// by this replica's clock or the server's (wait: until they are by
+	// the server's): nothing recorded (R19).
+	early bool
 }
 
 // keepFor returns how long the record must live at least after a script
@@ -384,6 +388,9 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.wait = time.Duration(n) * time.Millisecond
 		c.reason = ReasonRunning
 		switch {
+		case text == "early":
+			// R2 before the slot is due: nothing recorded (R19).
+			c.reason, c.early = ReasonStillRunning, true
 		case mode == modeRequest:
 			c.quiet = true
 		case mode != modeTick:
@@ -401,6 +408,9 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.reason = ReasonLeaseHeld
 	case 4: // R3
 		c.reason = ReasonPaused
+		if text == "early" {
+			c.wait, c.early = time.Duration(n)*time.Millisecond, true
+		}
 	case 5: // R6
 		c.reason, c.wait, c.follow = ReasonRetryWait, time.Duration(n)*time.Millisecond, true
 		c.quiet = c.quiet || mode != modeTick

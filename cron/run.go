@@ -209,14 +209,16 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		r.skipRecorded(ctx, t, c.recorded)
 	}
 	if c.run == nil {
-		if !c.due.IsZero() && (c.reason == ReasonStillRunning || c.reason == ReasonPaused) {
-			// A tick before the slot's ticks are due (a start's), which
-			// R2 or R3 refused without recording a skip: look at the
-			// slot again when they are due (E13, then E1).
+		if c.early {
+			// A tick before the slot's ticks are due (a start's, or a
+			// replica's clock ahead of Redis's), which R2 or R3 refused
+			// without recording a skip: look at the slot again when they
+			// are due, by both clocks (E13, then E1).
+			d := max(c.due.Sub(r.now()), c.wait, time.Millisecond)
 			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's tick came before its slot is due; looking again then",
 				slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.String("reason", c.reason),
-				slog.Time("due", c.due))
-			r.lookAgain(a.e, s, modeLook, t.Slot, c.slot, max(c.due.Sub(r.now()), time.Millisecond))
+				slog.Duration("in", d))
+			r.lookAgain(a.e, s, modeLook, t.Slot, c.slot, d)
 			return nil, false
 		}
 		if !c.quiet && c.reason != "" && c.recorded == "" {

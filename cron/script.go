@@ -127,7 +127,9 @@ end
 // past, or its lease is held by hand; 4 paused; 5 S waits ms for its next
 // attempt; 6 nothing to do, quietly; 7 S used up its attempts; 8 S is
 // recorded skipped (R19; text: why, ms: 1 if this claim recorded it, else
-// 0). skip, if present, is the reason of the skip this claim recorded
+// 0). With text early, 2 and 4 are R2 and R3 refusing a tick that came
+// before S's ticks are due, by the replica's clock or the server's, ms
+// before they are: no skip is recorded. skip, if present, is the reason of the skip this claim recorded
 // while it served a request.
 var claimScript = redisscript.New(claimSrc)
 
@@ -305,8 +307,15 @@ end
 -- had a slot.
 local function skipTick(why)
 	local id, at = S, ARGV[3]
-	if early then
-		return false
+	if not L and (early or now < tonumber(ARGV[16])) then
+		-- S is not due yet, by the replica's clock (a start's tick) or by
+		-- the server's (a replica's clock ahead): what holds the job now
+		-- may end before it is. Look again when it is due.
+		local code = 2
+		if why == 'paused' then
+			code = 4
+		end
+		return answer({code, math.max(tonumber(ARGV[16]) - now, 1), 'early', sid})
 	elseif L then
 		if not fresh then
 			return false

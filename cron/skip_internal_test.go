@@ -273,8 +273,11 @@ func TestRetryPastClaimWindowClosesSlot(t *testing.T) {
 // are due (a start's, with a spread) and finds another run holding the
 // job records nothing, since that run may end before the slot is due; the
 // slot's tick at its due time records the skip if the run still holds the
-// job. A start's early tick used to refuse the slot for good, while the
-// slot's due ticks would have found the job free (simulator seed 5003251).
+// job. Early by the replica's clock or by the server's (a clock ahead) is
+// early. A start's early tick used to refuse the slot for good, while the
+// slot's due ticks would have found the job free (simulator seed 5003251),
+// and so did a replica's tick whose clock ran ahead (internal/fault's
+// TestCronReplicas).
 func TestSkipNotRecordedBeforeDue(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	every := interval.MustCron("0 * * * *")
@@ -290,8 +293,17 @@ func TestSkipNotRecordedBeforeDue(t *testing.T) {
 	if c := claimOf(t, r1, modeTick, s1); c.run != nil || c.recorded != "" || c.due.IsZero() {
 		t.Errorf("an early tick of %v = %+v; want it refused, nothing recorded, and when it is due", s1.Start, c)
 	}
+	// A replica whose clock is ahead of Redis's: its tick of S1 is not
+	// early by its own clock, but is by the server's.
+	ahead, err := newJobState(every, LeaseConfig{Db: lock.NewDb(rdb), Name: "early"}, "r2", func() time.Time { return time.Now().Add(2 * time.Hour) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := claimOf(t, ahead, modeTick, s1); c.run != nil || c.recorded != "" || !c.early || c.wait <= 0 {
+		t.Errorf("a tick of %v from a clock ahead = %+v; want it refused, nothing recorded, and when it is due", s1.Start, c)
+	}
 	if skips := skipsOf(historyOf(t, rdb, r1), id1); len(skips) != 0 {
-		t.Errorf("the history's skips of %s after an early tick = %+v; want none", id1, skips)
+		t.Errorf("the history's skips of %s after early ticks = %+v; want none", id1, skips)
 	}
 	// S1's ticks are due: the run of S0 still holds the job.
 	dueNow(r1)
