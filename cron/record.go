@@ -76,9 +76,12 @@ const (
 	// own run of the job went on: it never runs, and records the slot
 	// skipped if a run holds the job (R2, R19).
 	modeSkip
+	// modeDue is E13 when a Cron slot is due, after a tick that came
+	// before (mode early): as modeLook, but its answer is the tick's.
+	modeDue
 )
 
-var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look", "skip"}
+var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look", "skip", "due"}
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.

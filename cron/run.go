@@ -169,12 +169,13 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		if c, claim, ok, err = r.lookFirst(ctx, a, s); !ok {
 			return nil, false
 		}
-	case mode == modeLook:
+	case mode == modeLook || mode == modeDue:
 		// E13 again, after Redis did not answer this replica's tick or
-		// look: a slot that no replica claimed meanwhile is claimed as
-		// its tick would have (E1).
+		// look, or when the slot is due after an early tick: a slot that
+		// no replica claimed meanwhile is claimed as its tick would have
+		// (E1).
 		c, claim, err = s.look(ctx, t)
-		c.quiet, mode = true, modeTick
+		c.quiet, mode = a.mode == modeLook, modeTick
 	}
 	if claim && err == nil {
 		c, err = s.claim(ctx, mode, t, a.next, a.slot)
@@ -218,7 +219,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's tick came before its slot is due; looking again then",
 				slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.String("reason", c.reason),
 				slog.Duration("in", d))
-			r.lookAgain(a.e, s, modeLook, t.Slot, c.slot, d)
+			r.lookAgain(a.e, s, modeDue, t.Slot, c.slot, d)
 			return nil, false
 		}
 		if !c.quiet && c.reason != "" && c.recorded == "" {
