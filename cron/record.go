@@ -74,7 +74,7 @@ const (
 	modeLook
 	// modeSkip is E1 of a Cron slot whose tick came while this replica's
 	// own run of the job went on: it never runs, and records the slot
-	// skipped if a run holds the job (R2, R19).
+	// skipped if a run holds the job (R2, R20).
 	modeSkip
 	// modeDue is E13 when a Cron slot is due, after a tick that came
 	// before (mode early): as modeLook, but its answer is the tick's.
@@ -221,7 +221,7 @@ type claimed struct {
 	trigger Trigger
 	slot    string // the slot's id in the record, if known
 	// recorded is the reason of the skip of the tick's slot that this
-	// claim recorded (R19: ReasonStillRunning or ReasonPaused), "" if
+	// claim recorded (R20: ReasonStillRunning or ReasonPaused), "" if
 	// none: this replica reports it, the others see it recorded.
 	recorded string
 	// due is when the slot's ticks are due, for a tick that came before
@@ -229,7 +229,7 @@ type claimed struct {
 	due time.Time
 	// early is R2 or R3 refusing a tick before its slot's ticks are due,
 	// by this replica's clock or the server's (wait: until they are by
-	// the server's): nothing recorded (R19).
+	// the server's): nothing recorded (R20).
 	early bool
 }
 
@@ -333,7 +333,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		}
 		if mode == modeTick && now.Before(due) {
 			// A tick before the slot's ticks are due (a start's): R2 and
-			// R3 do not record the slot skipped (R19); the replica looks
+			// R3 do not record the slot skipped (R20); the replica looks
 			// again when it is due.
 			name, c.due = "early", due
 		}
@@ -371,7 +371,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	code, n, text, id := claimReply(reply)
 	c = claimed{slot: id, quiet: mode == modeCatchUp, due: c.due}
 	if len(reply) > 4 {
-		// R19: a skip recorded while a request was served.
+		// R20: a skip recorded while a request was served.
 		why, _ := reply[4].(string)
 		c.recorded = skipReason(why)
 	}
@@ -392,7 +392,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.reason = ReasonRunning
 		switch {
 		case text == "early":
-			// R2 before the slot is due: nothing recorded (R19).
+			// R2 before the slot is due: nothing recorded (R20).
 			c.reason, c.early = ReasonStillRunning, true
 		case mode == modeRequest:
 			c.quiet = true
@@ -421,7 +421,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.quiet = true
 	case 7: // R8
 		c.reason = ReasonAttemptsUsedUp
-	case 8: // R19: S is recorded skipped
+	case 8: // R20: S is recorded skipped
 		if n == 1 {
 			c.reason, c.recorded = skipReason(text), skipReason(text)
 		} else {
@@ -434,7 +434,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 }
 
 // skipReason is the runtime's reason for the record's reason of a skip
-// (R19).
+// (R20).
 func skipReason(why string) string {
 	if why == "paused" {
 		return ReasonPaused

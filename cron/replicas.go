@@ -389,7 +389,7 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 	skipAt, perr := strconv.ParseInt(skip[0], 10, 64)
 	switch {
 	case rec[0] != slot && perr == nil && skipAt == t.Slot.Start.UnixMilli():
-		c.reason = ReasonSkippedElsewhere // L0, R19
+		c.reason = ReasonSkippedElsewhere // L0, R20
 	case rec[0] != slot && perr == nil && skipAt > t.Slot.Start.UnixMilli():
 		c.reason = ReasonLeaseHeld // L0: past, as R7
 	case rec[0] != slot:

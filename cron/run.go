@@ -205,7 +205,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		r.admissionRecovered(ctx, ad, t)
 	}
 	if c.recorded != "" {
-		// R19: this claim recorded the slot skipped; the other
+		// R20: this claim recorded the slot skipped; the other
 		// replicas see it recorded.
 		r.skipRecorded(ctx, t, c.recorded)
 	}
@@ -451,7 +451,7 @@ func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string) {
 }
 
 // skipRecorded logs, at Warn, a tick whose slot this replica's claim
-// recorded skipped in the record and its history (R19), and tells the
+// recorded skipped in the record and its history (R20), and tells the
 // observer with its reason: one replica does, so a count of skips summed
 // over the replicas counts the slots skipped.
 func (r *Runtime) skipRecorded(ctx context.Context, t *Tick, reason string) {

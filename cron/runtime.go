@@ -571,7 +571,7 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 			if s := a.admit.leased(); a.skip == ReasonStillRunning && s != nil && s.shared {
 				// A leased Cron job's own run goes on: the record says
 				// whether a run holds the job, and records the slot
-				// skipped (PROTOCOL.md, R19), so that it shows in the
+				// skipped (PROTOCOL.md, R20), so that it shows in the
 				// history even when no other replica ticks it. A replica
 				// that does not own the slot looks first (E13), as for
 				// any tick.

@@ -119,14 +119,14 @@ end
 //
 // A skip claim (mode skip) is a tick of a Cron slot whose replica's own run
 // of the job went on when it came: it records S skipped if a run holds
-// the run lease (R2, R19), and answers 6 if not, never 1.
+// the run lease (R2, R20), and answers 6 if not, never 1.
 //
 // Reply: {code, ms, text, slot id, skip}. Codes: 1 run (ms: the attempt,
 // text: the trigger); 2 the run lease is held for ms more (text: same, the
 // run of S; mine, another run of this replica; other); 3 S ran, or is
 // past, or its lease is held by hand; 4 paused; 5 S waits ms for its next
 // attempt; 6 nothing to do, quietly; 7 S used up its attempts; 8 S is
-// recorded skipped (R19; text: why, ms: 1 if this claim recorded it, else
+// recorded skipped (R20; text: why, ms: 1 if this claim recorded it, else
 // 0). With text early, 2 and 4 are R2 and R3 refusing a tick that came
 // before S's ticks are due, by the replica's clock or the server's, ms
 // before they are: no skip is recorded. skip, if present, is the reason of the skip this claim recorded
@@ -140,7 +140,7 @@ const claimRead = `
 local L = KEYS[3]
 local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
 -- A tick before its Cron slot's ticks are due (a start's) is a tick that
--- records no skip (R19).
+-- records no skip (R20).
 local early = mode == 'early'
 if early then
 	mode = 'tick'
@@ -181,7 +181,7 @@ local lastStart, lastEnd
 -- the next tick announced, if earlier), with the answer's own fields, in
 -- one HSET; then it lives long enough.
 local announce = ARGV[12] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[12]) < tonumber(nxt))
-local skipNew -- the reason of the skip this claim recorded (R19)
+local skipNew -- the reason of the skip this claim recorded (R20)
 local function answer(r, ...)
 	if skipNew then
 		r[5] = skipNew
@@ -293,7 +293,7 @@ if L and (mode == 'tick' or mode == 'catchup') then
 	end
 end
 local sid = S or ''
--- R19: a Cron slot S newer than the record's is none, unless skip names
+-- R20: a Cron slot S newer than the record's is none, unless skip names
 -- S (S is skipped) or a newer slot (S is past).
 local cronNew = not L and slot ~= S and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0'))
 local skipAt, skipWhy, skipTok
@@ -301,7 +301,7 @@ if skip and (cronNew or L) then
 	skipAt, skipWhy, skipTok = string.match(skip, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
 	skipAt, skipWhy = tonumber(skipAt), skipWhy or ''
 end
--- skipTick is R19 for a tick that R2 or R3 refuses (why): it records a
+-- skipTick is R20 for a tick that R2 or R3 refuses (why): it records a
 -- slot that is none skipped, once, and answers 8, or the request it
 -- serves (with R3); false if S is past, or a duration policy's interval
 -- had a slot.
@@ -451,7 +451,7 @@ if state == 'none' then -- R4
 		end
 		return open(S, ARGV[3], 'catch-up')
 	end
-	-- A skip recorded within the interval stands for its slot (R19).
+	-- A skip recorded within the interval stands for its slot (R20).
 	local due = math.max(tonumber(slotAt or born or now), skipAt or 0) + tonumber(ARGV[14])
 	if now < due or now - due > window then
 		return answer({6})
@@ -473,7 +473,7 @@ elseif state == 'waiting' then -- R6
 	return answer({5, wait, '', sid})
 elseif mode ~= 'tick' then
 	return answer({6})
-elseif state == 'skipped' then -- R19
+elseif state == 'skipped' then -- R20
 	return request() or answer({8, 0, skipWhy, sid})
 elseif state == 'failed' then -- R8
 	return request() or answer({7, 0, '', sid})

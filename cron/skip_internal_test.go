@@ -14,7 +14,7 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
-// The tests of this file hold R19 (PROTOCOL.md): a slot that a tick found
+// The tests of this file hold R20 (PROTOCOL.md): a slot that a tick found
 // none and could not run is recorded skipped, once, in the record and its
 // history, and no later claim runs it.
 

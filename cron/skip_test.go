@@ -16,7 +16,7 @@ import (
 // TestSkipCountedOnce pauses a leased job of a slot a second on two
 // replicas: each slot whose tick came while paused is reported skipped
 // (paused) to the Observer by exactly one replica, the one whose claim
-// recorded it (R19), and as skipped elsewhere by the other, so that a
+// recorded it (R20), and as skipped elsewhere by the other, so that a
 // count of skips summed over the replicas is the slots skipped. Every
 // replica used to report each paused tick.
 func TestSkipCountedOnce(t *testing.T) {
@@ -78,7 +78,7 @@ func TestSkipCountedOnce(t *testing.T) {
 // replica, its first run taking two slots: the tick that comes while the
 // replica's own run goes on is skipped there, without a claim, as a job
 // without a lease skips it; its slot is recorded skipped all the same
-// (R19), in the history, since no other replica ticks it. It used to show
+// (R20), in the history, since no other replica ticks it. It used to show
 // only as a Warn.
 func TestSkipOwnRunRecorded(t *testing.T) {
 	db := lock.NewDb(redistest.Start(t).Client(t))

@@ -300,7 +300,7 @@ func TestRedisDown(t *testing.T) {
 				// minutes behind, starts with a run of slot 23:00, which
 				// holds the job at the others' ticks of 00:00, and the
 				// first of them records the slot skipped (PROTOCOL.md,
-				// R19).
+				// R20).
 				from := t0.Add(time.Minute)
 				var f fakeTB
 				c.NoSlotMissing(&f, "report", from, end)

@@ -792,7 +792,7 @@ func (c *checker) warned(job string, sched, a, b time.Time) bool {
 }
 
 // msgSkipRecorded is the message of the Warn with which the replica whose
-// claim recorded a slot skipped says so (PROTOCOL.md, R19).
+// claim recorded a slot skipped says so (PROTOCOL.md, R20).
 const msgSkipRecorded = "cron job skipped a slot; recorded in its history"
 
 // msgClaimWindowOver is the message of the Warn with which a replica says
@@ -801,7 +801,7 @@ const msgClaimWindowOver = "cron job's slot failed: its claim window ends before
 
 // accounted reports whether a replica said, within [a, b], that the job's
 // tick scheduled at sched (by any release) ended as a user can see without
-// a run: its claim recorded the slot skipped (R19), or the replicas did
+// a run: its claim recorded the slot skipped (R20), or the replicas did
 // not acknowledge its claim, whose run lease then lapses and C1 records
 // the attempt lost (R17).
 func (c *checker) accounted(job string, sched, a, b time.Time) bool {
@@ -1079,7 +1079,7 @@ func (c *checker) leases(j *Job) {
 }
 
 // I4 and I10, for a Cron spec, the skips that a replica's claim recorded
-// (R19): one recorded as ReasonStillRunning came while a run held the job
+// (R20): one recorded as ReasonStillRunning came while a run held the job
 // (on this replica, or by the record: it began before the slot's tick was
 // due and Redis recorded its end after); and no run of the schedule, a
 // retry or a catch-up runs a slot recorded skipped, while Redis keeps the

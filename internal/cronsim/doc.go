@@ -72,7 +72,7 @@
 //     after its last attempt, and Redis recorded that.
 //   - I4: a Cron slot at whose tick a replica was up, Redis well and the
 //     job not paused, ends in an outcome a user can see: it runs, or a
-//     replica's claim records it skipped (R19, which that replica says at
+//     replica's claim records it skipped (R20, which that replica says at
 //     Warn), or its claim is not acknowledged by the replicas (R17: C1
 //     records the attempt lost); a Cron slot whose last run failed with attempts left runs
 //     again once Redis is well long enough within the slot, if a replica
@@ -95,7 +95,7 @@
 //     restart) or whose lease its replica could not extend (Redis down or
 //     stalled, or the replica's process frozen, for longer than a run
 //     lease) is cancelled within a run lease.
-//   - I10: a Cron slot recorded skipped (R19) has no run but requested
+//   - I10: a Cron slot recorded skipped (R20) has no run but requested
 //     ones, while Redis keeps the record.
 //
 // And I4 checks the skips of R2 (ReasonStillRunning) that a claim

@@ -169,7 +169,7 @@ func TestCronReplicas(t *testing.T) {
 			case cron.ReasonTooLate:
 			case cron.ReasonStillRunning, cron.ReasonSkippedElsewhere:
 				// One replica's tick records the slot skipped, the
-				// others find it so (PROTOCOL.md, R19).
+				// others find it so (PROTOCOL.md, R20).
 				if !overran(slot) {
 					return false
 				}
