@@ -187,10 +187,17 @@ type RunRecord struct {
 	Deadline time.Time     `json:"deadline,omitzero"`
 	// Outcome is "ok", "error", "panic", "timeout" (it outlasted its
 	// deadline, see [Deadlined]) or "lost" (its run lease ran out: its
-	// replica died or lost Redis) for a run that ended.
+	// replica died or lost Redis) for a run that ended; "skipped" for an
+	// entry of the history that records a slot no replica ran (Attempt
+	// 0, Started and Finished when Replica recorded it; see Reason).
 	Outcome string `json:"outcome,omitempty"`
 	// Error is the failure's error text, cut to 512 bytes.
 	Error string `json:"error,omitempty"`
+	// Reason is why a skipped slot was skipped ("still running": a run
+	// held the job when its tick was due; "paused"), or why a failed
+	// attempt closed its slot with attempts left ("claim window over":
+	// the retry would have come after the slot's claim window).
+	Reason string `json:"reason,omitempty"`
 }
 
 // MarshalJSON marshals r with the names in its fields' tags, and its
@@ -280,6 +287,7 @@ type historyEntry struct {
 	End     string `json:"end"`
 	Outcome string `json:"outcome"`
 	Error   string `json:"error"`
+	Reason  string `json:"reason"`
 }
 
 // parseHistory reads a history's entries, newest first, skipping any it
@@ -302,6 +310,7 @@ func parseHistory(runs []string, last *RunRecord) []RunRecord {
 			Finished:  msTime(e.End),
 			Outcome:   e.Outcome,
 			Error:     e.Error,
+			Reason:    e.Reason,
 		}
 		r.Attempt, _ = strconv.Atoi(e.Try)
 		if !r.Finished.IsZero() {

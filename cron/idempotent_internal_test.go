@@ -181,6 +181,20 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 				t.Errorf("claim sent again = %+v, want a run: attempt 1, schedule", c)
 			}
 		}},
+		{"claim that records its slot skipped", func(t *testing.T) {
+			s := newState(t, daily, 1)
+			s.due = func(time.Time) time.Time { return time.Now().Add(-time.Minute) } // the next slot's ticks are due
+			tick := tickOf(daily)
+			held := claim(t, s, modeTick, tick, "")
+			next, _ := daily.NextSlot(tick.Slot.Start)
+			before := drop.dropped.Load()
+			drop.arm(evalsha(claimSHA, "tick"))
+			c := claim(t, s, modeTick, &Tick{Scheduled: next.Start, Slot: next}, "")
+			sentAgain(t, before)
+			if held.run == nil || c.run != nil || c.recorded != ReasonStillRunning {
+				t.Errorf("claim sent again = %+v, want the skip it recorded (%q)", c, ReasonStillRunning)
+			}
+		}},
 		{"claim of a retry", func(t *testing.T) {
 			s := newState(t, hourly, 3)
 			tick := tickOf(hourly)

@@ -60,14 +60,17 @@ import (
 //
 // A tick that finds its slot's run in progress on another replica is
 // skipped with [ReasonRunning]; one that finds its slot run already, with
-// [ReasonLeaseHeld]; one that comes while the job is paused, with
-// [ReasonPaused]. Each is logged at Debug and reported to
+// [ReasonLeaseHeld]. Each is logged at Debug and reported to
 // [Observer.RunSkipped]: the replica that runs logs the run. A tick whose
-// slot is new while a run of an earlier slot still holds the job is
-// skipped: the slot is not run by any replica (a run-over slot, as in
-// classic cron), and every replica that ticks it logs that at Warn with
-// [ReasonStillRunning], the replica whose run it is included (which knows
-// it without asking Redis, as a job without a lease does).
+// slot is new while a run of an earlier slot still holds the job, or while
+// the job is paused, is skipped: the slot is not run by any replica (a
+// run-over slot, as in classic cron), even one whose tick comes later. The
+// first replica whose claim finds it so records the slot skipped in the
+// record and in the job's history (outcome "skipped", reason "still
+// running" or "paused", and the replica), logs that at Warn and reports it
+// with [ReasonStillRunning] or [ReasonPaused]; every other tick of the
+// slot is logged at Debug and reported with [ReasonSkippedElsewhere]. So a
+// count of skips summed over the replicas is the number of slots skipped.
 //
 // # Slots
 //
@@ -240,6 +243,12 @@ const (
 	// lease lapses by itself, and the record then counts the attempt as
 	// lost (retried if [LeaseConfig.Attempts] allows).
 	ReasonNotReplicated = "claim not acknowledged by replicas"
+	// ReasonSkippedElsewhere is why a tick was skipped when the record
+	// names its slot skipped, as another replica's tick recorded (its
+	// reason being ReasonStillRunning or ReasonPaused): the replica that
+	// recorded it reports that reason, once, and the slot's history entry
+	// says so.
+	ReasonSkippedElsewhere = "slot already recorded skipped"
 )
 
 // leaseOf calls the job's Lease method, turning a panic into an error that

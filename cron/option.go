@@ -71,19 +71,24 @@ func defaultOptions() options {
 //     deadline ("error", "outcome" timeout) or panicked ("panic", "stack",
 //     "outcome" panic); the beginning of an admission outage ("error").
 //   - Warn: a tick skipped because the job's previous run was still going
-//     ([ReasonStillRunning], [ReasonTooManyRuns]; for a [Leased] job, on
-//     any replica, a run of an earlier slot: no replica runs that slot) or that
-//     came too late for its slot's lease ([ReasonTooLate]); a late
-//     wake-up; a job with no further slots; a Shutdown ("runs" left) or a
-//     Remove that gave up waiting; a leased job's run that ended after its
-//     run lease was lost; a failed attempt whose retry would come after its
-//     slot's claim window ("retry_due", "slot_end"); a clock
+//     ([ReasonStillRunning], [ReasonTooManyRuns]) or that came too late
+//     for its slot's lease ([ReasonTooLate]); a [Leased] job's slot
+//     recorded skipped in its history, by the one replica whose claim
+//     recorded it ([ReasonStillRunning]: a run of an earlier slot held the
+//     job at the tick, and no replica runs the slot; [ReasonPaused]); a
+//     late wake-up; a job with no further slots; a Shutdown ("runs" left)
+//     or a Remove that gave up waiting; a leased job's run that ended after
+//     its run lease was lost; a failed attempt whose retry would come
+//     after its slot's claim window, which its completion closes as failed
+//     (or, if the completion left it open, "retry_due", "slot_end"); a clock
 //     that disagrees with Redis's by more than a second, or a twelfth of
 //     the shortest leased interval ("skew", "limit"), checked at start and
 //     every [SkewCheckEvery].
 //   - Debug: a tick its admission or a leased job's record refused, such
-//     as [ReasonLeaseHeld], [ReasonRunning] or [ReasonPaused] (the replica
-//     that runs logs the run); the ticks an outage skips after its first.
+//     as [ReasonLeaseHeld], [ReasonRunning], [ReasonPaused] or
+//     [ReasonSkippedElsewhere] (the replica that runs logs the run, the
+//     one that records a skip logs it); the ticks an outage skips after
+//     its first.
 //
 // An admission that fails (a leased job's claim that Redis can't answer,
 // or its run's end that Redis can't record) is an outage of the job: logged

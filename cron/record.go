@@ -72,9 +72,16 @@ const (
 	// look Redis did not answer. It is no claim script's mode: a look
 	// that finds the slot unclaimed claims it as its tick (E1).
 	modeLook
+	// modeSkip is E1 of a Cron slot whose tick came while this replica's
+	// own run of the job went on: it never runs, and records the slot
+	// skipped if a run holds the job (R2, R20).
+	modeSkip
+	// modeDue is E13 when a Cron slot is due, after a tick that came
+	// before (mode early): as modeLook, but its answer is the tick's.
+	modeDue
 )
 
-var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look"}
+var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look", "skip", "due"}
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.
@@ -213,6 +220,17 @@ type claimed struct {
 	attempt int
 	trigger Trigger
 	slot    string // the slot's id in the record, if known
+	// recorded is the reason of the skip of the tick's slot that this
+	// claim recorded (R20: ReasonStillRunning or ReasonPaused), "" if
+	// none: this replica reports it, the others see it recorded.
+	recorded string
+	// due is when the slot's ticks are due, for a tick that came before
+	// by this replica's clock (mode early); zero otherwise.
+	due time.Time
+	// early is R2 or R3 refusing a tick before its slot's ticks are due,
+	// by this replica's clock or the server's (wait: until they are by
+	// the server's): nothing recorded (R20).
+	early bool
 }
 
 // keepFor returns how long the record must live at least after a script
@@ -301,14 +319,23 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	var token, prev string
 	now := s.now()
 	end := t.Slot.LeaseEnd(s.ttl)
+	name := modeNames[mode]
 	if s.shared {
 		slot, _ = t.Slot.Key()
 		slotAt = strconv.FormatInt(t.Slot.Start.UnixMilli(), 10)
 		dueAt = slotAt
+		due := t.Slot.Start
 		if s.due != nil {
 			// R2 asks whether a run held the job when the slot's ticks
 			// came: with a spread, after its start.
-			dueAt = strconv.FormatInt(s.due(t.Slot.Start).UnixMilli(), 10)
+			due = s.due(t.Slot.Start)
+			dueAt = strconv.FormatInt(due.UnixMilli(), 10)
+		}
+		if mode == modeTick && now.Before(due) {
+			// A tick before the slot's ticks are due (a start's): R2 and
+			// R3 do not record the slot skipped (R20); the replica looks
+			// again when it is due.
+			name, c.due = "early", due
 		}
 	}
 	if (mode == modeTick || mode == modeRetry || mode == modeFollow) && !now.Before(end) {
@@ -326,14 +353,14 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	if mode == modeHello || mode == modeRequest {
 		end = time.Time{}
 	}
-	run := &runLease{s: s, token: randomHex(16)}
+	run := &runLease{s: s, token: randomHex(16), window: end}
 	nextMS := ""
 	if !next.IsZero() {
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	sent := time.Now()
 	cmd, acks, _ := claimScript.RunWait(ctx, s.batched, s.repl, s.keys,
-		modeNames[mode], slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
+		name, slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
 		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
 		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns, dueAt)
 	reply, err := cmd.Slice()
@@ -342,7 +369,12 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	}
 	acked = acks >= int64(s.repl.N)
 	code, n, text, id := claimReply(reply)
-	c = claimed{slot: id, quiet: mode == modeCatchUp}
+	c = claimed{slot: id, quiet: mode == modeCatchUp, due: c.due}
+	if len(reply) > 4 {
+		// R20: a skip recorded while a request was served.
+		why, _ := reply[4].(string)
+		c.recorded = skipReason(why)
+	}
 	switch code {
 	case 1:
 		c.trigger = parseTrigger(text)
@@ -359,6 +391,9 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.wait = time.Duration(n) * time.Millisecond
 		c.reason = ReasonRunning
 		switch {
+		case text == "early":
+			// R2 before the slot is due: nothing recorded (R20).
+			c.reason, c.early = ReasonStillRunning, true
 		case mode == modeRequest:
 			c.quiet = true
 		case mode != modeTick:
@@ -376,6 +411,9 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.reason = ReasonLeaseHeld
 	case 4: // R3
 		c.reason = ReasonPaused
+		if text == "early" {
+			c.wait, c.early = time.Duration(n)*time.Millisecond, true
+		}
 	case 5: // R6
 		c.reason, c.wait, c.follow = ReasonRetryWait, time.Duration(n)*time.Millisecond, true
 		c.quiet = c.quiet || mode != modeTick
@@ -383,10 +421,25 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		c.quiet = true
 	case 7: // R8
 		c.reason = ReasonAttemptsUsedUp
+	case 8: // R20: S is recorded skipped
+		if n == 1 {
+			c.reason, c.recorded = skipReason(text), skipReason(text)
+		} else {
+			c.reason = ReasonSkippedElsewhere
+		}
 	default:
 		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
 	}
 	return c, true, nil
+}
+
+// skipReason is the runtime's reason for the record's reason of a skip
+// (R20).
+func skipReason(why string) string {
+	if why == "paused" {
+		return ReasonPaused
+	}
+	return ReasonStillRunning
 }
 
 // completed is a completion's answer.
@@ -394,12 +447,15 @@ type completed struct {
 	held    bool // the run still held its lease
 	open    bool // its slot waits for another attempt
 	wanted  bool // a run-now request waits
+	closed  bool // its slot failed with attempts left: its claim window ends before the back-off does (R12)
 	backoff time.Duration
 }
 
 // complete is E8: it records the end of run, which was due at scheduled
 // and returned err (a *PanicError if it panicked), and the next tick if
-// known (R12), and adds the run to the job's history. With a DB that waits
+// known (R12), and adds the run to the job's history. A failed attempt
+// whose back-off ends after its slot's claim window (run.window) closes
+// the slot as failed. With a DB that waits
 // for replicas, a completion they did not acknowledge returns its answer
 // and an error wrapping lock.ErrNotReplicated: the caller sends it again
 // (R18).
@@ -424,9 +480,14 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if text != "" {
 		errJSON = jsonString(text)
 	}
+	now := s.now()
+	left := ""
+	if !run.window.IsZero() {
+		left = strconv.FormatInt(run.window.Sub(now).Milliseconds(), 10)
+	}
 	cmd, acked, werr := completeScript.RunWait(ctx, s.completing, s.repl, s.keys[:2], run.token, outcome, text,
-		s.attempts, backoff.Milliseconds(), s.keepFor(s.now(), next, time.Time{}), nextMS,
-		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON)
+		s.attempts, backoff.Milliseconds(), s.keepFor(now, next, time.Time{}), nextMS,
+		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON, left)
 	reply, rerr := cmd.Slice()
 	if rerr != nil {
 		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
@@ -438,7 +499,7 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	}
 	state, _ := reply[1].(string)
 	want, _ := reply[2].(int64)
-	c := completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff}
+	c := completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff, closed: len(reply) > 3}
 	if err := s.replicated(acked, werr); err != nil {
 		return c, fmt.Errorf("cron: recording a run of %q: %w", s.name, err)
 	}
@@ -477,8 +538,9 @@ func claimReply(reply []any) (code, n int64, text, slot string) {
 // runLease is the lease of a run in progress, which [lock.WhileHeld] keeps
 // by heartbeat: it implements lock.Lease.
 type runLease struct {
-	s     *jobState
-	token string
+	s      *jobState
+	token  string
+	window time.Time // when its slot's claim window ends; zero for a requested run
 
 	mu       sync.Mutex
 	deadline time.Time

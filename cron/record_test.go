@@ -646,8 +646,9 @@ func TestRecordRunNowThroughDBOptions(t *testing.T) {
 }
 
 // TestRetryPastSlotEndWarned: an attempt that fails so late that its
-// back-off runs past its slot's claim window gets no retry, and the
-// replica says so at Warn instead of dropping the retry in silence.
+// back-off runs past its slot's claim window gets no retry: its completion
+// closes the slot as failed (R12, claim window over), and the replica says
+// so at Warn instead of dropping the retry in silence.
 func TestRetryPastSlotEndWarned(t *testing.T) {
 	db := lock.NewDB(redistest.Start(t).Client(t))
 	var logs records
@@ -668,7 +669,7 @@ func TestRetryPastSlotEndWarned(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Shutdown(context.Background()) })
 	<-failed
-	const msg = "cron job's slot ends before its retry is due; the slot is not retried"
+	const msg = "cron job's slot failed: its claim window ends before its retry would be due"
 	deadline := time.Now().Add(10 * time.Second)
 	for len(logs.find(msg)) == 0 {
 		if time.Now().After(deadline) {

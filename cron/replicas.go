@@ -357,14 +357,15 @@ func (r *Runtime) lookFirst(ctx context.Context, a *runArgs, s *jobState) (c cla
 }
 
 // look reads whether Cron slot t.Slot was claimed, for E13: with one
-// attempt a slot, its id and the pause; with more, also its state and the
-// slot of the run in progress, and when that run's lease ends. It writes
-// nothing. claim is true when the owner did not claim it (it is not the
-// record's slot, and the job is not paused) or when it waits for another
-// attempt: the claim script then decides, as for any tick.
+// attempt a slot, its id, the pause and the slot recorded skipped; with
+// more, also its state and the slot of the run in progress, and when that
+// run's lease ends. It writes nothing. claim is true when the owner did
+// not claim it (it is not the record's slot, nor recorded skipped) or when
+// it waits for another attempt: the claim script then decides, as for any
+// tick (with a pause, R3 records the slot skipped if the owner did not).
 func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, err error) {
 	slot, _ := t.Slot.Key()
-	fields := []any{"hmget", s.keys[0], "slot", "paused"}
+	fields := []any{"hmget", s.keys[0], "slot", "paused", "skip"}
 	if s.attempts > 1 {
 		fields = append(fields, "run")
 	}
@@ -382,17 +383,21 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		return ""
 	}
 	// The packed fields (PROTOCOL.md, the record): slot = id|at|state|…,
-	// run = token|since|until|try|why|slot|beat|by (or, from the previous
-	// release, without beat: the parts read here are the same).
-	rec, run := parts(str(0), 6), parts(str(2), 7)
+	// skip = at|reason|id|token|by, run = token|since|until|try|why|slot|beat|by
+	// (or, from the previous release, without beat: the parts read here
+	// are the same).
+	rec, skip, run := parts(str(0), 6), parts(str(2), 4), parts(str(3), 7)
 	c.slot = slot
+	skipAt, perr := strconv.ParseInt(skip[0], 10, 64)
 	switch {
+	case rec[0] != slot && perr == nil && skipAt == t.Slot.Start.UnixMilli():
+		c.reason = ReasonSkippedElsewhere // L0, R20
+	case rec[0] != slot && perr == nil && skipAt > t.Slot.Start.UnixMilli():
+		c.reason = ReasonLeaseHeld // L0: past, as R7
 	case rec[0] != slot:
-		if str(1) != "" {
-			c.reason = ReasonPaused // R3
-			return c, false, nil
-		}
-		return c, true, nil // the owner did not claim it: take over (E1)
+		// L1, L2: the owner did not claim it, nor record it skipped
+		// (with a pause): take over (E1).
+		return c, true, nil
 	case s.attempts == 1:
 		c.reason = ReasonLeaseHeld // R7, or R1 with one attempt
 	case run[5] == slot:

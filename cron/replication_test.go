@@ -66,8 +66,8 @@ func (a *acks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 			a.waits++
 			kind := "claim or heartbeat"
 			switch {
-			case len(keys) == 2 && strings.HasSuffix(keys[1], ":runs") && len(cmds[i-1].Args()) == 3+2+12:
-				kind = "completion" // evalsha, sha, 2, the record and its history, 12 ARGV
+			case len(keys) == 2 && strings.HasSuffix(keys[1], ":runs") && len(cmds[i-1].Args()) == 3+2+13:
+				kind = "completion" // evalsha, sha, 2, the record and its history, 13 ARGV
 			case len(cmds[i-1].Args()) == 6: // evalsha, sha, 1, the record, the command, who asks
 				kind = "control"
 			}

@@ -120,7 +120,7 @@ func (r *Runtime) lookAgainAfterError(a *runArgs) {
 	switch {
 	case a.mode == modeRetry || a.mode == modeFollow:
 		r.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
-	case (a.mode == modeTick || a.mode == modeLook) && s.shared:
+	case (a.mode == modeTick || a.mode == modeLook || a.mode == modeDue) && s.shared:
 		n := uint32(0)
 		if a.mode == modeLook {
 			n = s.looks.Add(1)

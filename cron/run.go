@@ -135,7 +135,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 // a leased job's run.
 func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	t, ad := &a.tick, a.admit
-	if ad.check != nil {
+	if ad.check != nil && a.mode != modeSkip { // a skip runs nothing to admit
 		admitted, reason, err := admit(ctx, ad.check, t)
 		if err != nil {
 			r.admissionFailed(ctx, ad, t, err)
@@ -164,23 +164,30 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	var err error
 	mode := a.mode
 	switch {
-	case mode == modeTick && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()):
+	case (mode == modeTick || mode == modeSkip) && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()):
 		// E13: another replica owns the slot; look whether it claimed it.
 		var ok bool
 		if c, claim, ok, err = r.lookFirst(ctx, a, s); !ok {
 			return nil, false
 		}
-	case mode == modeLook:
+	case mode == modeLook || mode == modeDue:
 		// E13 again, after Redis did not answer this replica's tick or
-		// look: a slot that no replica claimed meanwhile is claimed as
-		// its tick would have (E1).
+		// look, or when the slot is due after an early tick: a slot that
+		// no replica claimed meanwhile is claimed as its tick would have
+		// (E1).
 		c, claim, err = s.look(ctx, t)
-		c.quiet, mode = true, modeTick
+		c.quiet, mode = a.mode == modeLook, modeTick
 	}
 	if claim && err == nil {
 		c, err = s.claim(ctx, mode, t, a.next, a.slot)
-		if a.mode == modeLook {
+		switch {
+		case a.mode == modeLook:
 			c.quiet = true // this replica reported the tick skipped already
+		case a.mode == modeSkip && c.reason == "":
+			// No run holds the job by the record: this replica's own run
+			// lost its lease. The tick is skipped here, as a job without
+			// a lease skips it, and the others' ticks decide the slot.
+			c.reason, c.quiet = ReasonStillRunning, false
 		}
 	}
 	if err != nil {
@@ -198,8 +205,25 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	if ad.failures.Load() > 0 {
 		r.admissionRecovered(ctx, ad, t)
 	}
+	if c.recorded != "" {
+		// R20: this claim recorded the slot skipped; the other
+		// replicas see it recorded.
+		r.skipRecorded(ctx, t, c.recorded)
+	}
 	if c.run == nil {
-		if !c.quiet && c.reason != "" {
+		if c.early {
+			// A tick before the slot's ticks are due (a start's, or a
+			// replica's clock ahead of Redis's), which R2 or R3 refused
+			// without recording a skip: look at the slot again when they
+			// are due, by both clocks (E13, then E1).
+			d := max(c.due.Sub(r.now()), c.wait, time.Millisecond)
+			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's tick came before its slot is due; looking again then",
+				slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.String("reason", c.reason),
+				slog.Duration("in", d))
+			r.lookAgain(a.e, s, modeDue, t.Slot, c.slot, d)
+			return nil, false
+		}
+		if !c.quiet && c.reason != "" && c.recorded == "" {
 			r.skipped(ctx, t, c.reason)
 		}
 		r.followUp(a, c)
@@ -289,6 +313,10 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 			r.lookAgain(a.e, s, modeFollow, t.Slot, a.slot, time.Millisecond)
 		}
 		return
+	}
+	if c.closed {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's slot failed: its claim window ends before its retry would be due",
+			slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Int("attempt", t.Attempt))
 	}
 	if c.open {
 		r.lookAgain(a.e, s, modeRetry, t.Slot, a.slot, c.backoff)
@@ -435,6 +463,22 @@ func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string) {
 		r.observer.RunSkipped(*t, reason, nil)
 	}
 }
+
+// skipRecorded logs, at Warn, a tick whose slot this replica's claim
+// recorded skipped in the record and its history (R20), and tells the
+// observer with its reason: one replica does, so a count of skips summed
+// over the replicas counts the slots skipped.
+func (r *Runtime) skipRecorded(ctx context.Context, t *Tick, reason string) {
+	if r.log.Enabled(ctx, slog.LevelWarn) {
+		r.logSkip(ctx, slog.LevelWarn, msgSkipRecorded, t, reason, nil)
+	}
+	if r.observer.RunSkipped != nil {
+		r.observer.RunSkipped(*t, reason, nil)
+	}
+}
+
+// msgSkipRecorded is the message of skipRecorded's log record.
+const msgSkipRecorded = "cron job skipped a slot; recorded in its history"
 
 func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t *Tick, reason string, err error) {
 	attrs := []slog.Attr{

@@ -199,6 +199,14 @@ type admission struct {
 	failedSince atomic.Int64
 }
 
+// leased returns a Leased job's record keeper, nil for another job.
+func (ad *admission) leased() *jobState {
+	if ad == nil {
+		return nil
+	}
+	return ad.state
+}
+
 // waits reports whether a run of the job waits for more than its Process:
 // an admission check, a lease's claim. A nil admission has neither.
 func (ad *admission) waits() bool {
@@ -560,6 +568,18 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 				slog.String("job", a.tick.Job), slog.String("interval", a.every.String()))
 		}
 		if a.skip != "" {
+			if s := a.admit.leased(); a.skip == ReasonStillRunning && s != nil && s.shared {
+				// A leased Cron job's own run goes on: the record says
+				// whether a run holds the job, and records the slot
+				// skipped (PROTOCOL.md, R20), so that it shows in the
+				// history even when no other replica ticks it. A replica
+				// that does not own the slot looks first (E13), as for
+				// any tick.
+				e, slot := a.e, a.tick.Slot
+				putRun(a)
+				r.offSchedule(e, modeSkip, slot, "")
+				continue
+			}
 			r.skipped(ctx, &a.tick, a.skip)
 			putRun(a)
 			continue

@@ -65,6 +65,7 @@ end
 //	slot = id|at|state|tries|retry|lease
 //	last = end|start|slot|try|why|outcome|token|by
 //	fail = end|start|slot|try|why|outcome|by   (and fail.error)
+//	skip = at|reason|id|token|by
 //	seen, paused, want = ms|by
 const packPatterns = `
 local runPat = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$'
@@ -104,7 +105,8 @@ end
 // claimScript is every claim of PROTOCOL.md: E1 tick, E2 retry, E3
 // follow-up, E4 catch-up, E5 request and E6 hello, after C1, C2 and C3
 // (a claim sent again answers as it did). ARGV:
-// 1 mode (tick, retry, follow, catchup, request, hello); 2 the slot's id S
+// 1 mode (tick, early, retry, follow, catchup, request, hello, skip; early
+// is a tick of a Cron slot before its ticks are due); 2 the slot's id S
 // (a Cron slot's key; a duration policy's, for retry and follow, the id a
 // claim answered; else empty); 3 a Cron slot's start in ms; 4 the run's
 // token; 5 the replica; 6 the run lease in ms; 7 how long the record must
@@ -115,11 +117,20 @@ end
 // 16 when a Cron slot's tick is due in ms: its start, plus the job's
 // offset into it with a spread (interval.Interval.WithSpread).
 //
-// Reply: {code, ms, text, slot id}. Codes: 1 run (ms: the attempt, text:
-// the trigger); 2 the run lease is held for ms more (text: same, the run
-// of S; mine, another run of this replica; other); 3 S ran, or is past,
-// or its lease is held by hand; 4 paused; 5 S waits ms for its next
-// attempt; 6 nothing to do, quietly; 7 S used up its attempts.
+// A skip claim (mode skip) is a tick of a Cron slot whose replica's own run
+// of the job went on when it came: it records S skipped if a run holds
+// the run lease (R2, R20), and answers 6 if not, never 1.
+//
+// Reply: {code, ms, text, slot id, skip}. Codes: 1 run (ms: the attempt,
+// text: the trigger); 2 the run lease is held for ms more (text: same, the
+// run of S; mine, another run of this replica; other); 3 S ran, or is
+// past, or its lease is held by hand; 4 paused; 5 S waits ms for its next
+// attempt; 6 nothing to do, quietly; 7 S used up its attempts; 8 S is
+// recorded skipped (R20; text: why, ms: 1 if this claim recorded it, else
+// 0). With text early, 2 and 4 are R2 and R3 refusing a tick that came
+// before S's ticks are due, by the replica's clock or the server's, ms
+// before they are: no skip is recorded. skip, if present, is the reason of the skip this claim recorded
+// while it served a request.
 var claimScript = redisscript.New(claimSrc)
 
 const claimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRest
@@ -128,8 +139,14 @@ const claimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRe
 const claimRead = `
 local L = KEYS[3]
 local mode, S, replica, max = ARGV[1], ARGV[2], ARGV[5], tonumber(ARGV[8])
-local run, slot, paused, want, nxt, seen, last = unpack(redis.call('HMGET', R,
-	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last'))
+-- A tick before its Cron slot's ticks are due (a start's) is a tick that
+-- records no skip (R20).
+local early = mode == 'early'
+if early then
+	mode = 'tick'
+end
+local run, slot, paused, want, nxt, seen, last, skip = unpack(redis.call('HMGET', R,
+	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last', 'skip'))
 local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy
 if run and run ~= '' then
 	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy = string.match(run, runPat)
@@ -168,7 +185,11 @@ local lastStart, lastEnd
 -- the next tick announced, if earlier), with the answer's own fields, in
 -- one HSET; then it lives long enough.
 local announce = ARGV[12] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[12]) < tonumber(nxt))
+local skipNew -- the reason of the skip this claim recorded (R20)
 local function answer(r, ...)
+	if skipNew then
+		r[5] = skipNew
+	end
 	local sn = now .. '|' .. replica
 	if announce then
 		if existed then
@@ -299,9 +320,73 @@ if L and (mode == 'tick' or mode == 'catchup') then
 	end
 end
 local sid = S or ''
--- R1, R2: the run lease is held.
+-- R20: a Cron slot S newer than the record's is none, unless skip names
+-- S (S is skipped) or a newer slot (S is past).
+local cronNew = not L and slot ~= S and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0'))
+local skipAt, skipWhy, skipTok
+if skip and (cronNew or L) then
+	skipAt, skipWhy, skipTok = string.match(skip, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
+	skipAt, skipWhy = tonumber(skipAt), skipWhy or ''
+end
+-- skipTick is R20 for a tick that R2 or R3 refuses (why): it records a
+-- slot that is none skipped, once, and answers 8, or the request it
+-- serves (with R3); false if S is past, or a duration policy's interval
+-- had a slot.
+local function skipTick(why)
+	local id, at = S, ARGV[3]
+	if not L and (early or now < tonumber(ARGV[16])) then
+		-- S is not due yet, by the replica's clock (a start's tick) or by
+		-- the server's (a replica's clock ahead): what holds the job now
+		-- may end before it is. Look again when it is due.
+		local code = 2
+		if why == 'paused' then
+			code = 4
+		end
+		return answer({code, math.max(tonumber(ARGV[16]) - now, 1), 'early', sid})
+	elseif L then
+		if not fresh then
+			return false
+		elseif skipAt and skipAt + tonumber(ARGV[14]) > now then
+			if why == 'paused' then
+				return request() or answer({8, 0, skipWhy, ''})
+			end
+			return answer({8, 0, skipWhy, ''})
+		elseif tonumber(slotAt or '0') + tonumber(ARGV[14]) > now then
+			return false
+		end
+		id, at = tostring(now), now
+	elseif not cronNew or (skipAt and skipAt > tonumber(at)) then
+		return false
+	elseif skipAt == tonumber(at) then
+		-- C3: the claim that recorded it, sent again, answers so again.
+		local mine = 0
+		if skipTok == ARGV[4] then
+			mine = 1
+		end
+		if why == 'paused' then
+			return request() or answer({8, mine, skipWhy, sid})
+		end
+		return answer({8, mine, skipWhy, sid})
+	end
+	skipNew = why
+	redis.call('HSET', R, 'skip', at .. '|' .. why .. '|' .. id .. '|' .. ARGV[4] .. '|' .. replica)
+	if redis.call('LPUSH', H, cjson.encode({slot = id, by = replica, why = 'schedule', try = '0', due = ARGV[16],
+		start = tostring(now), ['end'] = tostring(now), outcome = 'skipped', reason = why, error = ''})) == 1 then
+		sameExpiry()
+	else
+		redis.call('LTRIM', H, 0, tonumber(ARGV[15]) - 1)
+	end
+	if why == 'paused' then
+		return request() or answer({8, 1, why, id})
+	end
+	return answer({8, 1, why, id})
+end
+-- R1, R2: the run lease is held. A skip is E1 sent by a replica whose
+-- own run held the job at S's tick: R2 alone decides it.
 if running then
-	if mode == 'catchup' then
+	if mode == 'skip' then
+		return skipTick('still running') or answer({6})
+	elseif mode == 'catchup' then
 		if not fresh and slot == S then
 			return followUpAtStart()
 		end
@@ -313,12 +398,21 @@ if running then
 	elseif runBy == replica then
 		of = 'mine'
 	end
+	if mode == 'tick' and of ~= 'same' then
+		local r = skipTick('still running') -- R2
+		if r then
+			return r
+		end
+	end
 	return answer({2, tonumber(runUntil) - now, of, sid})
+end
+if mode == 'skip' then
+	return answer({6})
 end
 -- R3: paused.
 if paused then
 	if mode == 'tick' then
-		return request() or answer({4, 0, '', sid})
+		return skipTick('paused') or request() or answer({4, 0, '', sid})
 	elseif mode == 'catchup' then
 		return answer({6})
 	end
@@ -341,8 +435,10 @@ elseif slot == S then
 			state = 'due'
 		end
 	end
-elseif not L and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0')) then
+elseif cronNew and not skipAt or cronNew and skipAt < tonumber(ARGV[3]) then
 	state = 'none'
+elseif cronNew and skipAt == tonumber(ARGV[3]) then
+	state = 'skipped'
 else
 	state = 'past'
 end
@@ -367,7 +463,7 @@ if state == 'none' then -- R4
 			lastEnd, lastStart = string.match(last, '^([^|]*)|([^|]*)|')
 		end
 		if lastEnd and tonumber(lastEnd) > due and tonumber(lastStart) < due then
-			return answer({2, 0, 'other', sid})
+			return skipTick('still running')
 		end
 		return open(S, ARGV[3], 'schedule')
 	elseif mode ~= 'catchup' or not existed then
@@ -382,7 +478,8 @@ if state == 'none' then -- R4
 		end
 		return open(S, ARGV[3], 'catch-up')
 	end
-	local due = tonumber(slotAt or born or now) + tonumber(ARGV[14])
+	-- A skip recorded within the interval stands for its slot (R20).
+	local due = math.max(tonumber(slotAt or born or now), skipAt or 0) + tonumber(ARGV[14])
 	if now < due or now - due > window then
 		return answer({6})
 	end
@@ -403,6 +500,8 @@ elseif state == 'waiting' then -- R6
 	return answer({5, wait, '', sid})
 elseif mode ~= 'tick' then
 	return answer({6})
+elseif state == 'skipped' then -- R20
+	return request() or answer({8, 0, skipWhy, sid})
 elseif state == 'failed' then -- R8
 	return request() or answer({7, 0, '', sid})
 end
@@ -422,7 +521,10 @@ return request() or answer({3, 0, '', sid}) -- R7`
 // record. ARGV[9] is when the run was due, in ms of its replica's clock;
 // ARGV[10] the job's schedule, as the replica states it; ARGV[11] the
 // replica's name and ARGV[12] the error text, each as a JSON string, for
-// the history's entry.
+// the history's entry. ARGV[13] is how long the slot can still be claimed,
+// in ms, as the replica reckons (empty if it does not say): a failed
+// attempt whose back-off is as long closes its slot as failed (R12, claim
+// window over), and the reply says so as a fourth element.
 //
 // Sent again for a run it recorded already (R18: its first answer went
 // unacknowledged by the replicas, or was lost; C3), it finds the run's token
@@ -467,14 +569,19 @@ if ARGV[3] ~= '' then
 	errJSON = ARGV[12]
 end
 keep(tonumber(ARGV[6]))
+local state = stateAfter(outcome, max)
+-- R12: a retry that would start after the slot's claim window closes it.
+local closed = ''
+if state == 'open' and ARGV[13] and ARGV[13] ~= '' and tonumber(ARGV[5]) >= tonumber(ARGV[13]) then
+	state, closed = 'failed', '","reason":"claim window over'
+end
 if redis.call('LPUSH', H, '{"slot":"' .. runSlot .. '","by":' .. ARGV[11] .. ',"why":"' .. runWhy .. '","try":"' ..
 	runTry .. '","due":"' .. ARGV[9] .. '","start":"' .. runSince .. '","end":"' .. now .. '","outcome":"' ..
-	outcome .. '","error":' .. errJSON .. '}') == 1 then
+	outcome .. closed .. '","error":' .. errJSON .. '}') == 1 then
 	sameExpiry()
 else
 	redis.call('LTRIM', H, 0, tonumber(ARGV[8]) - 1)
 end
-local state = stateAfter(outcome, max)
 local announce = ARGV[7] ~= '' and (not nxt or tonumber(nxt) <= now or tonumber(ARGV[7]) < tonumber(nxt))
 -- One HSET: the run, the slot's new state, and the record's own fields.
 local newSlot
@@ -501,6 +608,9 @@ elseif announce then
 	ended(outcome, now, ARGV[3], ARGV[1], 'every', ARGV[10], 'next', ARGV[7])
 else
 	ended(outcome, now, ARGV[3], ARGV[1], 'every', ARGV[10])
+end
+if closed ~= '' then
+	return {1, state, w, 'claim window over'}
 end
 return {1, state or '', w}`
 

@@ -115,13 +115,15 @@ func waitHistory(t *testing.T, admin cron.Admin, want int, jobs ...string) {
 // column's heading too, and that each job's timeline plots time: its
 // slots' marks are as far apart as the slots' times, a run's bar as wide
 // as the run took on the same scale, the attempts of a slot grouped under
-// it with their outcomes, the slots missed while the job was paused
-// marked, and the details readable without hovering. It keeps screenshots
-// as artifacts (and, with -update-docs, those at 1280 and 390 px in docs/).
+// it with their outcomes, the slots the job was paused for marked
+// skipped (the record's history has them), and the details readable
+// without hovering. It keeps screenshots as artifacts (and, with
+// -update-docs, those at 1280 and 390 px in docs/).
 func TestBusyPageInBrowser(t *testing.T) {
 	ctx := browser(t) // first: it fails fast without Chromium
 	admin := busyService(t, redistest.Start(t), 8)
-	// Slots missed on purpose: hourly-report paused for three of its slots.
+	// Slots skipped on purpose: hourly-report paused for three of its slots,
+	// which the record's history holds as skipped (paused).
 	if err := admin.Pause(t.Context(), "hourly-report"); err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func checkRows(t *testing.T, ctx context.Context) {
 		job  string
 		text []string
 	}{
-		{"hourly-report", []string{"every 1s", "last success", "late", "missed"}},
+		{"hourly-report", []string{"every 1s", "last success", "late", "skipped"}},
 		{"invoice-sweep", []string{"every 2s", "attempts used up (3)", "no success recorded", "failed"}},
 		{"ledger-sync", []string{"every 2s", "ok on retry"}},
 		{"search-index", []string{"every 1s", "last success", "timeout"}},
@@ -279,7 +281,7 @@ func checkTimelines(t *testing.T, ctx context.Context, admin cron.Admin) {
 
 	// hourly-report: the slots are a second apart, and so are their marks;
 	// a run's bar is as wide as it took on the same scale; the slots it
-	// was paused for are marked missed.
+	// was paused for are marked skipped.
 	marks := read("hourly-report")
 	if len(marks) < 8 {
 		t.Fatalf("the timeline of hourly-report has %d slots, want at least 8: %+v", len(marks), marks)
@@ -304,8 +306,8 @@ func checkTimelines(t *testing.T, ctx context.Context, admin cron.Admin) {
 	if compared < 3 {
 		t.Errorf("hourly-report: %d runs of the history found on the page, want at least 3: %+v", compared, marks)
 	}
-	if !slices.ContainsFunc(marks, func(m slotMark) bool { return m.Outcome == "missed" && len(m.Runs) == 0 }) {
-		t.Errorf("hourly-report's timeline marks no missed slot, though it was paused for three: %+v", marks)
+	if !slices.ContainsFunc(marks, func(m slotMark) bool { return m.Outcome == "skipped" && len(m.Runs) == 0 }) {
+		t.Errorf("hourly-report's timeline marks no skipped slot, though it was paused for three: %+v", marks)
 	}
 
 	// invoice-sweep: a slot's three attempts, grouped under it, after it.

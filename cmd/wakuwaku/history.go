@@ -31,7 +31,14 @@ func printHistory(out io.Writer, st cron.JobStatus) error {
 	}
 	fmt.Fprintf(out, "last success:  %s\n", success)
 	if st.SlotState == "failed" {
-		fmt.Fprintf(out, "slot %s:  failed, attempts used up (%d)\n", st.Slot, st.Attempts)
+		why := "attempts used up"
+		for _, r := range st.History {
+			if r.Slot == st.Slot && r.Reason != "" {
+				why = printable(r.Reason) // a completion closed it: claim window over
+				break
+			}
+		}
+		fmt.Fprintf(out, "slot %s:  failed, %s (%d)\n", st.Slot, why, st.Attempts)
 	}
 	if len(st.History) == 0 {
 		fmt.Fprintln(out, "no runs recorded")
@@ -50,9 +57,18 @@ func printHistory(out io.Writer, st cron.JobStatus) error {
 			took = r.Duration.Round(time.Millisecond).String()
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", slotText(r.Slot), dated(r.Started), printable(r.Replica), r.Trigger,
-			r.Attempt, lag, took, r.Outcome, firstLine(r.Error, 60))
+			r.Attempt, lag, took, outcomeText(r), firstLine(r.Error, 60))
 	}
 	return w.Flush()
+}
+
+// outcomeText shows how a history's entry ended, with its reason if it
+// has one: "skipped (paused)", "error (claim window over)".
+func outcomeText(r cron.RunRecord) string {
+	if r.Reason == "" {
+		return r.Outcome
+	}
+	return r.Outcome + " (" + printable(r.Reason) + ")"
 }
 
 // firstLine returns s's first line, cut to n runes, or "-" for none.

@@ -78,3 +78,33 @@ func TestPrintHistoryFailedSlot(t *testing.T) {
 		t.Errorf("printHistory:\n%s\nwant the error's first line only", out.String())
 	}
 }
+
+// TestPrintHistorySkippedSlot prints a job whose history records a slot
+// skipped, and a slot that its completion closed as failed because its
+// retry would have come after its claim window: each with its reason.
+func TestPrintHistorySkippedSlot(t *testing.T) {
+	at := time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
+	st := cron.JobStatus{
+		Job: "sync", Slot: "2026-03-01T12:00:00Z", SlotState: "failed", Attempts: 1,
+		History: []cron.RunRecord{{
+			Slot: "2026-03-01T13:00:00Z", Replica: "web-2", Trigger: cron.TriggerSchedule, Started: at.Add(time.Hour),
+			Finished: at.Add(time.Hour), Outcome: "skipped", Reason: "still running",
+		}, {
+			Slot: "2026-03-01T12:00:00Z", Replica: "web-1", Trigger: cron.TriggerSchedule, Attempt: 1, Scheduled: at, Started: at,
+			Finished: at.Add(70 * time.Minute), Duration: 70 * time.Minute, Outcome: "error", Error: "boom", Reason: "claim window over",
+		}},
+	}
+	var out strings.Builder
+	if err := printHistory(&out, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"slot 2026-03-01T12:00:00Z:  failed, claim window over (1)",
+		"2026-03-01T13:00:00Z  2026-03-01 13:00:00Z  web-2    schedule  0        -    0s        skipped (still running)",
+		"error (claim window over)  boom",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printHistory:\n%s\nwant %q", out.String(), want)
+		}
+	}
+}

@@ -37,8 +37,9 @@
 //
 // The outcomes are the words of the CLI, the status page and the record's
 // history. A tick that did not run counts once: in wakuwaku.cron.ticks.elsewhere
-// if another replica has the slot (reasons lease_held, running and
-// retry_wait: how every replica but one sees every slot of a leased job),
+// if another replica has the slot (reasons lease_held, running,
+// retry_wait and skipped_elsewhere: how every replica but one sees every
+// slot of a leased job),
 // else in wakuwaku.cron.skipped, a slot not run as far as this replica
 // knows, which is what to alert on.
 //
@@ -48,15 +49,16 @@
 //
 //	lease_held        cron.ReasonLeaseHeld: another replica ran the slot
 //	running           cron.ReasonRunning: a run of the job was in progress on another replica
-//	paused            cron.ReasonPaused: an operator paused the job
+//	paused            cron.ReasonPaused: an operator paused the job (a leased job's slot: counted by the one replica that recorded it skipped)
 //	retry_wait        cron.ReasonRetryWait: the slot's failed run waits out its back-off
 //	attempts_used_up  cron.ReasonAttemptsUsedUp: the slot failed every attempt it had
 //	too_late          cron.ReasonTooLate: the tick came after its slot's lease ended
-//	still_running     cron.ReasonStillRunning: this replica's previous run of a Cron job was going
+//	still_running     cron.ReasonStillRunning: a previous run of a Cron job was going at the slot's tick (leased: counted by the one replica that recorded it skipped)
 //	too_many_runs     cron.ReasonTooManyRuns: an AfterStart job had its limit of runs going
 //	admission_failed  cron.ReasonAdmissionFailed: the admission (a leased job's claim in Redis) failed
 //	not_admitted      cron.ReasonNotAdmitted: an Admission refused without a reason
 //	not_replicated    cron.ReasonNotReplicated: no replica acknowledged the claim (lock.WithReplicas)
+//	skipped_elsewhere cron.ReasonSkippedElsewhere: another replica recorded the slot skipped, and counted it
 //	other             any other reason: an Admission's own, or one that a later runtime adds
 //
 // An Admission's own reason is free text, so it counts as other: an
@@ -259,7 +261,7 @@ func New(replica string, opts ...Option) (*Telemetry, error) {
 		metric.WithDescription("Ticks of a cron job whose slot, as far as this replica knows, was not run, by reason."))
 	add(e)
 	t.elsewhere, e = meter.Int64Counter("wakuwaku.cron.ticks.elsewhere", metric.WithUnit("{tick}"),
-		metric.WithDescription("Ticks of a cron job that found its slot in another replica's hands: run or running there, or waiting for a retry, by reason."))
+		metric.WithDescription("Ticks of a cron job that found its slot in another replica's hands: run or running there, waiting for a retry, or recorded skipped there, by reason."))
 	add(e)
 	t.admissionErrs, e = meter.Int64Counter("wakuwaku.cron.admission.errors", metric.WithUnit("{tick}"),
 		metric.WithDescription("Ticks of a cron job skipped because its admission failed: for a leased job, Redis or its lease could not be reached."))

@@ -20,7 +20,7 @@
 //	wakuwaku_cron_run_duration_seconds{cron_job}          histogram: how long Process took
 //	wakuwaku_cron_schedule_lag_seconds{cron_job}          histogram: a scheduled run's start minus when it was due
 //	wakuwaku_cron_skipped_total{cron_job,reason}          counter: ticks whose slot this replica knows was not run, by the runtime's reason
-//	wakuwaku_cron_ticks_elsewhere_total{cron_job,reason}  counter: ticks that found the slot in another replica's hands (lease_held, running, retry_wait)
+//	wakuwaku_cron_ticks_elsewhere_total{cron_job,reason}  counter: ticks that found the slot in another replica's hands (lease_held, running, retry_wait, skipped_elsewhere)
 //	wakuwaku_cron_admission_errors_total{cron_job}        counter: ticks skipped because the admission (a leased job's claim in Redis) failed
 //	wakuwaku_cron_runs_in_progress{cron_job}              gauge: runs in Process now
 //	wakuwaku_cron_last_success_timestamp_seconds{cron_job} gauge: Unix time at which the last successful run finished
@@ -38,24 +38,28 @@
 // The outcomes are the words of the CLI, the status page and the record's
 // history. A tick that did not run is counted once, in one of two
 // counters: ticks_elsewhere_total if another replica has the slot (it ran
-// it, is running it, or a retry of it waits), which is how every replica
-// but one sees every slot of a leased job; skipped_total otherwise, a slot
-// not run as far as this replica knows, which is what to alert on.
+// it, is running it, a retry of it waits, or it recorded the slot
+// skipped), which is how every replica but one sees every slot of a leased
+// job; skipped_total otherwise, a slot not run as far as this replica
+// knows, which is what to alert on: a leased job's skipped slot counts
+// there once, on the replica that recorded it, so that its sum over the
+// replicas is the slots skipped.
 //
 // reason is a short word for the runtime's reason, whose sentence (a
 // cron.Reason constant) stays in the runtime's log records:
 //
 //	lease_held        cron.ReasonLeaseHeld: another replica ran the slot
 //	running           cron.ReasonRunning: a run of the job was in progress on another replica
-//	paused            cron.ReasonPaused: an operator paused the job
+//	paused            cron.ReasonPaused: an operator paused the job (a leased job's slot: counted by the one replica that recorded it skipped)
 //	retry_wait        cron.ReasonRetryWait: the slot's failed run waits out its back-off
 //	attempts_used_up  cron.ReasonAttemptsUsedUp: the slot failed every attempt it had
 //	too_late          cron.ReasonTooLate: the tick came after its slot's lease ended
-//	still_running     cron.ReasonStillRunning: this replica's previous run of a Cron job was going
+//	still_running     cron.ReasonStillRunning: a previous run of a Cron job was going at the slot's tick (leased: counted by the one replica that recorded it skipped)
 //	too_many_runs     cron.ReasonTooManyRuns: an AfterStart job had its limit of runs going
 //	admission_failed  cron.ReasonAdmissionFailed: the admission (a leased job's claim in Redis) failed
 //	not_admitted      cron.ReasonNotAdmitted: an Admission refused without a reason
 //	not_replicated    cron.ReasonNotReplicated: no replica acknowledged the claim (lock.WithReplicas)
+//	skipped_elsewhere cron.ReasonSkippedElsewhere: another replica recorded the slot skipped, and counted it
 //	other             any other reason: an Admission's own, or one that a later runtime adds
 //
 // An Admission's own reason is free text, so it counts as other: a label
@@ -165,7 +169,7 @@ func New() *Metrics {
 		}, []string{"cron_job", "reason"}),
 		elsewhere: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wakuwaku_cron_ticks_elsewhere_total",
-			Help: "Ticks of a cron job that found its slot in another replica's hands: run or running there, or waiting for a retry, by reason.",
+			Help: "Ticks of a cron job that found its slot in another replica's hands: run or running there, waiting for a retry, or recorded skipped there, by reason.",
 		}, []string{"cron_job", "reason"}),
 		admissionErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wakuwaku_cron_admission_errors_total",

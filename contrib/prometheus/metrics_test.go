@@ -135,7 +135,7 @@ wakuwaku_cron_runs_in_progress{cron_job="succeeds"} 0
 # TYPE wakuwaku_cron_skipped_total counter
 wakuwaku_cron_skipped_total{cron_job="fails",reason="attempts_used_up"} 1
 wakuwaku_cron_skipped_total{cron_job="panics",reason="attempts_used_up"} 1
-# HELP wakuwaku_cron_ticks_elsewhere_total Ticks of a cron job that found its slot in another replica's hands: run or running there, or waiting for a retry, by reason.
+# HELP wakuwaku_cron_ticks_elsewhere_total Ticks of a cron job that found its slot in another replica's hands: run or running there, waiting for a retry, or recorded skipped there, by reason.
 # TYPE wakuwaku_cron_ticks_elsewhere_total counter
 wakuwaku_cron_ticks_elsewhere_total{cron_job="succeeds",reason="lease_held"} 1
 `), "wakuwaku_cron_skipped_total", "wakuwaku_cron_ticks_elsewhere_total"); err != nil {

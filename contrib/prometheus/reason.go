@@ -17,6 +17,11 @@ var reasonLabels = map[string]string{
 	cron.ReasonAdmissionFailed: "admission_failed",
 	cron.ReasonNotAdmitted:     "not_admitted",
 	cron.ReasonNotReplicated:   "not_replicated",
+	// A slot that another replica's tick recorded skipped: that replica
+	// counts the skip, with its own reason, and every other one counts
+	// its tick here, so that the skips summed over the replicas are the
+	// slots skipped.
+	cron.ReasonSkippedElsewhere: "skipped_elsewhere",
 }
 
 // reasonOther is the reason label of every other reason: an Admission's
@@ -39,7 +44,7 @@ func reasonLabel(reason string) string {
 // slot this replica knows was not run, what an alert should watch.
 func elsewhere(reason string) bool {
 	switch reason {
-	case cron.ReasonLeaseHeld, cron.ReasonRunning, cron.ReasonRetryWait:
+	case cron.ReasonLeaseHeld, cron.ReasonRunning, cron.ReasonRetryWait, cron.ReasonSkippedElsewhere:
 		return true
 	}
 	return false

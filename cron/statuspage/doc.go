@@ -11,7 +11,8 @@
 // its attempts beside it, each a bar from its start as long as it took,
 // coloured by its outcome. A Cron job's slots between the history's first
 // and last of which the history has no run are marked missed; an entry
-// whose outcome is "skipped" is marked skipped. Below the timeline the page
+// whose outcome is "skipped" is marked skipped, with its reason (still
+// running, paused). Below the timeline the page
 // says the same in words, so nothing needs a hover.
 //
 // The page fits a laptop's window as a table and a phone's as a card per

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,5 +238,34 @@ func TestTimelineSlots(t *testing.T) {
 				t.Errorf("timeline with a skipped entry draws %d bars, want 2 (no bar for the skip):\n%s", strings.Count(string(tl.SVG), `class="run"`), tl.SVG)
 			}
 		})
+	}
+}
+
+// TestTimelineReasons checks that the timeline says why a slot was skipped
+// and why a failed attempt closed its slot, as the history's entries say.
+func TestTimelineReasons(t *testing.T) {
+	now := time.Date(2026, 12, 3, 19, 0, 0, 0, time.UTC)
+	history := []cron.RunRecord{
+		{Slot: "2026-12-03T18:10:00Z", Replica: "r2", Started: now.Add(-50 * time.Minute), Outcome: "skipped", Reason: "paused"},
+		{Slot: "2026-12-03T18:00:00Z", Replica: "r1", Attempt: 1, Started: now.Add(-60 * time.Minute), Duration: time.Minute,
+			Outcome: "error", Error: "boom", Reason: "claim window over"},
+	}
+	tl := timeline(history, nil, `cron "*/10 * * * *"`, now)
+	var results, lines []string
+	for _, s := range tl.Slots {
+		results = append(results, s.Result)
+		for _, a := range s.Attempts {
+			lines = append(lines, a.Text+" / "+a.Error)
+		}
+	}
+	for _, want := range []string{"skipped (paused)", "failed (error, claim window over)"} {
+		if !slices.Contains(results, want) || !strings.Contains(string(tl.SVG), want) {
+			t.Errorf("timeline's slots say %q, its marks:\n%s\nwant %q in both", results, tl.SVG, want)
+		}
+	}
+	for _, want := range []string{"skipped on r2 at 18:10:00Z / paused", "error (claim window over), 1m0s"} {
+		if !strings.Contains(strings.Join(lines, "\n"), want) {
+			t.Errorf("timeline's lines:\n%s\nwant %q", strings.Join(lines, "\n"), want)
+		}
 	}
 }

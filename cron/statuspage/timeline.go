@@ -23,7 +23,7 @@ import (
 // (or, running, until now), coloured by its outcome. A slot that its Cron
 // schedule had between the history's slots, but of which the history has
 // no run, is marked missed; an entry whose outcome is "skipped" is marked
-// skipped. Below the SVG the page says the same in words (timelineView),
+// skipped, with its reason. Below the SVG the page says the same in words (timelineView),
 // so nothing needs a hover.
 //
 // The SVG stretches to its cell's width (preserveAspectRatio none), so it
@@ -244,7 +244,7 @@ func judge(attempts []attempt) (state, result string) {
 // judgeAttempts is judge for a slot's attempts, in the order they began.
 func judgeAttempts(attempts []attempt) (state, result string) {
 	var failed []string
-	ran := 0
+	ran, why := 0, ""
 	for i, a := range attempts {
 		switch {
 		case a.running:
@@ -254,13 +254,20 @@ func judgeAttempts(attempts []attempt) (state, result string) {
 		case a.Outcome == "ok":
 			return slotOK, "ok on retry"
 		case a.Outcome == slotSkipped:
+			why = cmp.Or(why, a.Reason)
 			continue
 		}
 		ran++
 		failed = append(failed, a.Outcome)
+		why = a.Reason // a completion's: claim window over
 	}
-	if ran == 0 {
+	switch {
+	case ran == 0 && why != "":
+		return slotSkipped, "skipped (" + why + ")"
+	case ran == 0:
 		return slotSkipped, "skipped"
+	case why != "":
+		return slotFailed, "failed (" + failed[len(failed)-1] + ", " + why + ")"
 	}
 	return slotFailed, "failed (" + failed[len(failed)-1] + ")"
 }
@@ -421,7 +428,7 @@ func (s *slot) view(now time.Time) slotView {
 		v.Attempts = append(v.Attempts, attemptLine{Text: "no run of it in the history"})
 	}
 	for _, a := range s.skips {
-		v.Attempts = append(v.Attempts, attemptLine{Text: "skipped on " + a.Replica + " at " + clock(a.Started, now), Error: a.Error})
+		v.Attempts = append(v.Attempts, attemptLine{Text: "skipped on " + a.Replica + " at " + clock(a.Started, now), Error: cmp.Or(a.Reason, a.Error)})
 	}
 	for _, a := range s.attempts {
 		v.Attempts = append(v.Attempts, attemptLine{Text: a.describe(now), Error: a.Error})
@@ -462,7 +469,11 @@ func (a attempt) describe(now time.Time) string {
 	if a.running {
 		return s + "running for " + since(a.Started, now)
 	}
-	s += a.Outcome + ", " + a.Duration.Round(time.Millisecond).String()
+	s += a.Outcome
+	if a.Reason != "" {
+		s += " (" + a.Reason + ")"
+	}
+	s += ", " + a.Duration.Round(time.Millisecond).String()
 	if !a.Scheduled.IsZero() {
 		s += ", started " + lag(a.RunRecord).Round(time.Millisecond).String() + " late"
 	}

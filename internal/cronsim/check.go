@@ -793,6 +793,47 @@ func (c *checker) warned(job string, sched, a, b time.Time) bool {
 	return false
 }
 
+// msgSkipRecorded is the message of the Warn with which the replica whose
+// claim recorded a slot skipped says so (PROTOCOL.md, R20).
+const msgSkipRecorded = "cron job skipped a slot; recorded in its history"
+
+// msgClaimWindowOver is the message of the Warn with which a replica says
+// that its completion closed a slot as failed with attempts left (R12).
+const msgClaimWindowOver = "cron job's slot failed: its claim window ends before its retry would be due"
+
+// accounted reports whether a replica said, within [a, b], that the job's
+// tick scheduled at sched (by any release) ended as a user can see without
+// a run: its claim recorded the slot skipped (R20), or the replicas did
+// not acknowledge its claim, whose run lease then lapses and C1 records
+// the attempt lost (R17).
+func (c *checker) accounted(job string, sched, a, b time.Time) bool {
+	dues := []time.Time{sched}
+	if j, ok := c.sc.job(job); ok {
+		for _, v := range j.Versions {
+			dues = append(dues, v.Interval(false).Due(job, sched))
+		}
+	}
+	var keys []string // the slot's key, by each release that has it
+	if j, ok := c.sc.job(job); ok {
+		for _, v := range j.Versions {
+			if s, ok := v.Interval(false).NextSlot(sched.Add(-time.Nanosecond)); ok && s.Start.Equal(sched) {
+				key, _ := s.Key()
+				keys = append(keys, key)
+			}
+		}
+	}
+	for _, l := range c.h.Logs {
+		// A start's tick of a slot in its claim window is scheduled at
+		// the start: its record names the slot.
+		named := slices.ContainsFunc(dues, l.Scheduled.Equal) || l.Slot != "" && slices.Contains(keys, l.Slot)
+		if l.Job == job && (l.Msg == msgSkipRecorded || l.Reason == cron.ReasonNotReplicated) && named &&
+			!l.At.Before(a) && !l.At.After(b) {
+			return true
+		}
+	}
+	return false
+}
+
 // replacedNear reports whether replica i's job was replaced within
 // tickMargin of [a, b], a slot's start and its tick: the new job's first
 // tick is the first its interval has after the Replace, so a tick then may
@@ -807,9 +848,9 @@ func (c *checker) replacedNear(i int, job string, a, b time.Time) bool {
 }
 
 // I4, for a Cron spec: a slot at whose tick some replica was up, on its own
-// clock, with Redis well and the job not paused, runs or is skipped with a
-// Warn and a reason; unless a replica's clock was skewed then (see
-// skewed). And a slot whose last run failed with
+// clock, with Redis well and the job not paused, ends in an outcome a user
+// can see: it runs, or its skip is recorded (see accounted); unless a
+// replica's clock was skewed then (see skewed). And a slot whose last run failed with
 // attempts left runs again, if a replica stayed up from that run on and
 // Redis was then well long enough within the slot for the run lease and
 // the back-off to pass.
@@ -839,8 +880,8 @@ func (c *checker) cronSlotsRun(j *Job) {
 					continue
 				}
 				seen[key] = true
-				if !c.warned(j.Name, s.Start, s.Start.Add(-time.Hour), c.end) {
-					c.add("I4", "slot lost", j.Name, b, "slot %s did not run, and no replica warned: replica %d was up with Redis at its tick", key, i)
+				if !c.accounted(j.Name, s.Start, s.Start.Add(-time.Hour), c.end) {
+					c.add("I4", "slot lost", j.Name, b, "slot %s did not run, and no replica recorded it skipped: replica %d was up with Redis at its tick", key, i)
 				}
 				break
 			}
@@ -866,6 +907,20 @@ func (c *checker) retried(j *Job, s *slot) {
 	backoff := j.Backoff
 	if backoff == 0 {
 		backoff = time.Second
+	}
+	// A failed attempt whose back-off ends after the slot's claim window,
+	// as the release of its replica reckons it, closes the slot in its
+	// completion (R12, claim window over), though a replica of another
+	// release, with a longer window, could have retried it (PROTOCOL.md,
+	// Limits; seed 5003778).
+	if v := j.Versions[last.Version]; last.Err != nil && !errors.Is(last.Err, crontest.ErrKilled) && !last.End.IsZero() {
+		d := backoff
+		for i := 1; i < last.Tick.Attempt && d < 64*backoff; i++ {
+			d *= 2
+		}
+		if !last.End.Add(min(d, 64*backoff)).Before(v.LeaseEnd(last.Tick.Slot)) {
+			return
+		}
 	}
 	wait := runTTL(j) + 4*backoff + tickMargin
 	from := c.healthyFrom(c.held(j, last), wait)
@@ -993,39 +1048,38 @@ func (c *checker) leases(j *Job) {
 	}
 }
 
-// I4, for a Cron spec, the skips of R2: a tick that a replica skipped
-// with ReasonStillRunning came while a run held the job (on this replica,
-// or by the record: it began before the slot's tick was due and Redis
-// recorded its end after); and a slot that every replica up at its tick
-// skipped so by the record (not for the replica's own run in progress)
-// stays skipped: no run of the schedule, a retry or a catch-up runs it
-// later while Redis keeps the record.
+// I4 and I10, for a Cron spec, the skips that a replica's claim recorded
+// (R20): one recorded as ReasonStillRunning came while a run held the job
+// (on this replica, or by the record: it began before the slot's tick was
+// due and Redis recorded its end after); and no run of the schedule, a
+// retry or a catch-up runs a slot recorded skipped, while Redis keeps the
+// record (I10).
 func (c *checker) skips(j *Job) {
 	runs := c.runsOf(j.Name)
-	slotOf := make(map[time.Time]*slot)
-	for _, s := range c.slots(j) {
-		if _, ok := slotOf[s.start]; !ok {
-			slotOf[s.start] = s
-		}
-	}
-	skipped := make(map[time.Time]map[int]time.Time) // by slot start: the replicas that skipped it, when first
-	dues := make(map[time.Time]time.Time)
 	for _, l := range c.h.Logs {
-		if l.Job != j.Name || l.Reason != cron.ReasonStillRunning || l.Scheduled.IsZero() {
+		if l.Job != j.Name || l.Msg != msgSkipRecorded || l.Scheduled.IsZero() {
 			continue
 		}
 		i := replicaIndex(l.Replica)
 		if i < 0 {
 			continue
 		}
-		// The slot and its due time the tick names, by some release.
+		// The slot and its due time the tick names, by some release (a
+		// start's tick is scheduled at the start: the slot names it, and
+		// its due time is the earliest a release gives it).
 		var start, due time.Time
+		exact := false
 		for _, v := range j.Versions {
 			every := v.Interval(false)
 			if s, ok := every.NextSlot(l.Scheduled.Add(-24 * time.Hour)); ok {
 				for ; ok && !s.Start.After(l.Scheduled); s, ok = every.NextSlot(s.Start) {
-					if every.Due(j.Name, s.Start).Equal(l.Scheduled) {
-						start, due = s.Start, l.Scheduled
+					key, _ := s.Key()
+					d := every.Due(j.Name, s.Start)
+					switch {
+					case d.Equal(l.Scheduled):
+						start, due, exact = s.Start, d, true
+					case !exact && key == l.Slot && (due.IsZero() || d.Before(due)):
+						start, due = s.Start, d
 					}
 				}
 			}
@@ -1033,65 +1087,40 @@ func (c *checker) skips(j *Job) {
 		if start.IsZero() {
 			continue
 		}
-		dueAt := due.Add(-c.offset(i, due)) // by the bubble's clock
-		held, own := false, false
+		if l.Reason == cron.ReasonStillRunning {
+			dueAt := due.Add(-c.offset(i, due)) // by the bubble's clock
+			held := false
+			for _, r := range runs {
+				if r.Start.After(l.At.Add(tickMargin)) {
+					break
+				}
+				if c.recordedEnd(j, r).Add(tickMargin).After(dueAt) {
+					held = true
+				}
+			}
+			if !held && !c.skewed(dueAt) && !c.steppedAcross(i, due) {
+				c.add("I4", "false skip", j.Name, l.At, "replica %d recorded slot %s (due %s) skipped as %q, but no run held the job then",
+					i, start.Format(time.RFC3339), stamp(dueAt), l.Reason)
+			}
+		}
 		for _, r := range runs {
-			if r.Start.After(l.At.Add(tickMargin)) {
-				break
-			}
-			if c.recordedEnd(j, r).Add(tickMargin).After(dueAt) {
-				held = true
-			}
-			if r.Replica == i && !r.Start.After(l.At) && r.End.IsZero() || r.Replica == i && !r.Start.After(l.At) && r.End.After(l.At) {
-				own = true
-			}
-		}
-		if !held && !c.skewed(dueAt) && !c.steppedAcross(i, due) {
-			c.add("I4", "false skip", j.Name, l.At, "replica %d skipped slot %s (due %s) as %q, but no run held the job then",
-				i, start.Format(time.RFC3339), stamp(dueAt), l.Reason)
-		}
-		if own {
-			continue
-		}
-		if skipped[start] == nil {
-			skipped[start] = make(map[int]time.Time)
-		}
-		if at, ok := skipped[start][i]; !ok || l.At.Before(at) {
-			skipped[start][i] = l.At
-		}
-		dues[start] = due
-	}
-	// A slot that every replica up at its tick skipped so: no replica
-	// would run it, and none does.
-	for start, by := range skipped {
-		s := slotOf[start]
-		if s == nil {
-			continue
-		}
-		for _, r := range s.runs {
-			if r.Tick.Trigger == cron.TriggerCatchUp {
-				// A replica's start catches up a slot that R2 skipped,
-				// which wrote nothing (R4 for E4; seed 803): left to
-				// goal 2's recorded skips.
+			if r.Tick.Trigger == cron.TriggerRequest || !r.Tick.Slot.Start.Equal(start) || !isCron(r) {
 				continue
 			}
-			all, last := true, time.Time{}
-			for i := range Replicas {
-				at := dues[start].Add(-c.offset(i, dues[start]))
-				if !c.upThrough(i, at.Add(-time.Second), at.Add(tickMargin)) {
-					continue
-				}
-				w, ok := by[i]
-				all = all && ok && w.Before(r.Start)
-				last = later(last, w)
-			}
-			if all && !last.IsZero() && !c.flushed(last, r.Start) {
-				c.add("I4", "skip ran", j.Name, r.Start, "every replica up at slot %s's tick skipped it as %q, the last at %s, and it ran later: %s",
-					start.Format(time.RFC3339), cron.ReasonStillRunning, stamp(last), describe(r))
+			if !c.flushed(earlier(l.At, r.Start).Add(-tickMargin), later(l.At, r.Start)) {
+				c.add("I10", "skip ran", j.Name, r.Start, "replica %d recorded slot %s skipped as %q at %s, and it ran: %s",
+					i, start.Format(time.RFC3339), l.Reason, stamp(l.At), describe(r))
 				break
 			}
 		}
 	}
+}
+
+// isCron reports whether r is a run of a Cron slot, named alike on every
+// replica.
+func isCron(r *Run) bool {
+	_, ok := r.Tick.Slot.Key()
+	return ok
 }
 
 // recordedEnd is the latest that Redis may have recorded as the end of r:

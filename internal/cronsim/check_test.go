@@ -359,18 +359,36 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
-			name: "a slot lost without a Warn", want: "I4", about: "did not run, and no replica warned",
+			name: "a slot lost without a Warn", want: "I4", about: "did not run, and no replica recorded it skipped",
 			sc: func() *Scenario { return crafted(hourlySpec, 1) },
 			h: func() *History {
 				return &History{Runs: slices.Delete(hourlyRuns(), 2, 3)}
 			},
 		},
 		{
-			name: "a slot lost with a Warn", want: "",
+			name: "a slot lost with a Warn that records nothing", want: "I4", about: "did not run, and no replica recorded it skipped",
 			sc: func() *Scenario { return crafted(hourlySpec, 1) },
 			h: func() *History {
 				return &History{Runs: slices.Delete(hourlyRuns(), 2, 3), Logs: []LogRecord{
-					{At: at(12, 0), Level: slog.LevelWarn, Job: "j0", Reason: "slot lost", Scheduled: at(12, 0)},
+					{At: at(12, 0), Level: slog.LevelWarn, Msg: "cron job skipped a run", Job: "j0", Reason: cron.ReasonStillRunning, Scheduled: at(12, 0)},
+				}}
+			},
+		},
+		{
+			name: "a slot recorded skipped", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: slices.Delete(hourlyRuns(), 2, 3), Logs: []LogRecord{
+					{At: at(12, 0), Level: slog.LevelWarn, Msg: msgSkipRecorded, Replica: "replica-0", Job: "j0", Reason: cron.ReasonPaused, Scheduled: at(12, 0)},
+				}}
+			},
+		},
+		{
+			name: "a slot recorded skipped that ran", want: "I10", about: "recorded slot 2000-01-03T12:00:00Z skipped",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Logs: []LogRecord{
+					{At: at(11, 59), Level: slog.LevelWarn, Msg: msgSkipRecorded, Replica: "replica-0", Job: "j0", Reason: cron.ReasonPaused, Scheduled: at(12, 0)},
 				}}
 			},
 		},

@@ -33,7 +33,8 @@ var Paths = []string{
 	"slot retried to success", "E14 a start's run of a slot retried by another replica",
 	"skip: " + cron.ReasonLeaseHeld, "skip: " + cron.ReasonRunning, "skip: " + cron.ReasonPaused,
 	"skip: " + cron.ReasonRetryWait, "skip: " + cron.ReasonAttemptsUsedUp, "skip: " + cron.ReasonStillRunning,
-	"skip: " + cron.ReasonAdmissionFailed, "skip: " + cron.ReasonTooLate,
+	"skip: " + cron.ReasonAdmissionFailed, "skip: " + cron.ReasonTooLate, "skip: " + cron.ReasonSkippedElsewhere,
+	"skip recorded: " + cron.ReasonStillRunning, "skip recorded: " + cron.ReasonPaused, "slot closed: claim window over",
 	// Not listed, as no seed of CI's reaches them yet: R17's
 	// cron.ReasonNotReplicated (a failover's outage would have to outlast
 	// half a run lease while a claim waits for its replica).
@@ -163,6 +164,14 @@ func Cover(sc *Scenario, h *History) []string {
 	}
 	for _, reason := range h.Reasons {
 		add("skip: " + reason)
+	}
+	for _, l := range h.Logs {
+		switch l.Msg {
+		case msgSkipRecorded:
+			add("skip recorded: " + l.Reason)
+		case msgClaimWindowOver:
+			add("slot closed: claim window over")
+		}
 	}
 	out := make([]string, 0, len(got))
 	for p := range got {

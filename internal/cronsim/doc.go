@@ -85,8 +85,10 @@
 //   - I3: no such run of a slot after a run closed it, done or failed
 //     after its last attempt, and Redis recorded that.
 //   - I4: a Cron slot at whose tick a replica was up, Redis well and the
-//     job not paused, runs or is skipped with a Warn (or Error) record with
-//     a reason; a Cron slot whose last run failed with attempts left runs
+//     job not paused, ends in an outcome a user can see: it runs, or a
+//     replica's claim records it skipped (R20, which that replica says at
+//     Warn), or its claim is not acknowledged by the replicas (R17: C1
+//     records the attempt lost); a Cron slot whose last run failed with attempts left runs
 //     again once Redis is well long enough within the slot, if a replica
 //     stayed up and Redis kept the record, and no replica up meanwhile ran
 //     a release that gives the slot no more attempts than it had (a
@@ -115,11 +117,12 @@
 //     restart) or whose lease its replica could not extend (Redis down or
 //     stalled, or the replica's process frozen, for longer than a run
 //     lease) is cancelled within a run lease.
+//   - I10: a Cron slot recorded skipped (R20) has no run but requested
+//     ones, while Redis keeps the record.
 //
-// And I4 checks the skips of R2 (ReasonStillRunning) of a Cron slot: a
-// run held the job when the tick was due (or Redis recorded so); and a
-// slot that every replica up at its tick skipped so stays skipped (but
-// for a catch-up: R2 wrote nothing, and a start's E4 may open the slot).
+// And I4 checks the skips of R2 (ReasonStillRunning) that a claim
+// recorded: a run held the job when the tick was due (or Redis recorded
+// so).
 //
 // They are weakened only where the protocol promises less: Redis losing
 // every key forgets pauses, requests and slots (I1, I2, I3, I5, I6), and

@@ -93,6 +93,7 @@ type LogRecord struct {
 	Reason    string
 	Scheduled time.Time
 	Err       string // the record's "error", if it has one
+	Slot      string // the tick's slot, as the record names it (a Cron slot's key)
 }
 
 // AdminOp is an operator's command and what it returned: nil, an error
@@ -658,6 +659,8 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 			rec.Scheduled = a.Value.Time()
 		case "error":
 			rec.Err = a.Value.String()
+		case "slot":
+			rec.Slot = a.Value.String()
 		}
 		return true
 	}

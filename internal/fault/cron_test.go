@@ -143,9 +143,11 @@ func TestCronReplicas(t *testing.T) {
 	// has ended (a process that did not run for most of a second, beside a
 	// CPU load) must skip it as too late, and one whose tick finds an
 	// earlier slot's run still going skips it as classic cron does (a run
-	// begun late on a busy machine runs into the next second). The second
-	// excuse holds only if such a run really was going: its end was noted
-	// after the first replica's clock reached the slot.
+	// begun late on a busy machine runs into the next second; the first
+	// replica whose tick finds so records the slot skipped, and the
+	// others find it recorded). The second excuse holds only if such a
+	// run really was going: its end was noted after the first replica's
+	// clock reached the slot.
 	why := map[int64]map[int]string{}
 	for _, n := range coord.Notes("skip") {
 		if why[n.Value] == nil {
@@ -165,7 +167,9 @@ func TestCronReplicas(t *testing.T) {
 			}
 			switch why[slot][r] {
 			case cron.ReasonTooLate:
-			case cron.ReasonStillRunning:
+			case cron.ReasonStillRunning, cron.ReasonSkippedElsewhere:
+				// One replica's tick records the slot skipped, the
+				// others find it so (PROTOCOL.md, R20).
 				if !overran(slot) {
 					return false
 				}
