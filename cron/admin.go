@@ -103,14 +103,9 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	if op != "run" {
 		return short
 	}
-	// R16: the request is recorded; now the replicas hear of it. The
-	// channel counts as the command's key, so that a client that shards
-	// by key (a Ring, which otherwise sends PUBLISH to any shard) sends
-	// it to the channel's shard, where the replicas subscribed. If it
+	// R16: the request is recorded; now the replicas hear of it. If it
 	// fails, the request waits in the record for the job's next claim.
-	pub := redis.NewIntCmd(ctx, "publish", runNowChannel, job)
-	pub.SetFirstKeyPos(1)
-	if err := redisscript.Process(ctx, c, pub); err != nil {
+	if err := announce(ctx, c, job); err != nil {
 		return errors.Join(short, fmt.Errorf("cron: %s %q: the request is recorded, but announcing it failed: %w", op, job, err))
 	}
 	return short

@@ -5,10 +5,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 )
 
 // This file holds E14 of PROTOCOL.md, the follow notice: a replica whose
@@ -60,9 +56,7 @@ func offTick(a *runArgs, s *jobState) bool {
 // slot is followed only by this replica, as before notices: logged at
 // Debug, the run goes on.
 func (r *Runtime) announceFollow(ctx context.Context, a *runArgs, s *jobState) {
-	pub := redis.NewIntCmd(ctx, "publish", runNowChannel, followNotice(slotKey(&a.tick), s.name))
-	pub.SetFirstKeyPos(1)
-	if err := redisscript.Process(ctx, s.c, pub); err != nil {
+	if err := announce(ctx, s.c, followNotice(slotKey(&a.tick), s.name)); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's follow notice was not published; only this replica follows its slot",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}

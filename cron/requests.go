@@ -121,10 +121,19 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 func (r *Runtime) passRequest(ctx context.Context, a *runArgs, s *jobState) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
 	defer cancel()
-	pub := redis.NewIntCmd(pctx, "publish", runNowChannel, s.name)
-	pub.SetFirstKeyPos(1)
-	if err := redisscript.Process(pctx, s.c, pub); err != nil {
+	if err := announce(pctx, s.c, s.name); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}
+}
+
+// announce publishes payload on the run-now channel: a job's lease name
+// (R16) or a follow notice (E14). The channel counts as the command's key,
+// so that a client that shards by key (a Ring, which otherwise sends
+// PUBLISH to any shard) sends it to the channel's shard, where the
+// replicas subscribed.
+func announce(ctx context.Context, c redisscript.Client, payload string) error {
+	pub := redis.NewIntCmd(ctx, "publish", runNowChannel, payload)
+	pub.SetFirstKeyPos(1)
+	return redisscript.Process(ctx, c, pub)
 }
