@@ -105,6 +105,42 @@ func waitHistory(t *testing.T, admin cron.Admin, want int, jobs ...string) {
 	}
 }
 
+// pauseAfterFailedSlot pauses job once a slot of it used up its attempts,
+// so that the page shows that slot's state whenever it is loaded: left
+// running, the job spends part of each slot retrying (a row that reads
+// "retry, attempt 2", which a page loaded then rightly shows). It pauses
+// between a failed slot and the next one's tick, and tries again should
+// the next slot have been claimed first.
+func pauseAfterFailedSlot(t *testing.T, admin cron.Admin, job string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := admin.Status(t.Context(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.SlotState != "failed" || time.Until(st.NextDue) < 300*time.Millisecond {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err := admin.Pause(t.Context(), job); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(st.NextDue) + 300*time.Millisecond) // past the next tick, which the pause skips
+		after, err := admin.Status(t.Context(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Slot == st.Slot && after.SlotState == "failed" {
+			return
+		}
+		if err := admin.Resume(t.Context(), job); err != nil { // the next slot was claimed first
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("%s: no slot used up its attempts and stayed the last for 30s", job)
+}
+
 // TestBusyPageInBrowser loads the status page over the records of three
 // replicas whose jobs ran a dozen times, in headless Chromium at a
 // laptop's width (1280x800), a phone's (390x844) and, as the narrowest
@@ -150,6 +186,7 @@ func TestBusyPageInBrowser(t *testing.T) {
 	if err := admin.Pause(t.Context(), "nightly-export"); err != nil {
 		t.Fatal(err)
 	}
+	pauseAfterFailedSlot(t, admin, "invoice-sweep")
 	srv := httptest.NewServer(statuspage.New(admin, statuspage.WithActions(), statuspage.WithRefresh(0)))
 	t.Cleanup(srv.Close)
 
