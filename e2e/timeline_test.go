@@ -158,6 +158,7 @@ func pauseAfterFailedSlot(t *testing.T, admin cron.Admin, job string) {
 func TestBusyPageInBrowser(t *testing.T) {
 	ctx := browser(t) // first: it fails fast without Chromium
 	admin := busyService(t, redistest.Start(t), 8)
+	pauseAfterFailedSlot(t, admin, "invoice-sweep")
 	// Slots skipped on purpose: hourly-report paused for three of its slots,
 	// which the record's history holds as skipped (paused).
 	if err := admin.Pause(t.Context(), "hourly-report"); err != nil {
@@ -186,7 +187,6 @@ func TestBusyPageInBrowser(t *testing.T) {
 	if err := admin.Pause(t.Context(), "nightly-export"); err != nil {
 		t.Fatal(err)
 	}
-	pauseAfterFailedSlot(t, admin, "invoice-sweep")
 	srv := httptest.NewServer(statuspage.New(admin, statuspage.WithActions(), statuspage.WithRefresh(0)))
 	t.Cleanup(srv.Close)
 
