@@ -109,6 +109,9 @@ func (b *batchClient) process(ctx context.Context, cmd redis.Cmder, later bool) 
 		bt = &batch{sent: make(chan struct{})}
 		bt.add(ctx, cmd)
 		*q = append(*q, bt)
+		if cronhook.Queued != nil {
+			cronhook.Queued(b.c, later)
+		}
 	}
 	b.mu.Unlock()
 	<-bt.sent
@@ -143,11 +146,17 @@ func (b *batchClient) send(base context.Context, bt *batch) {
 				b.later[0].passed++
 			}
 			bt, b.waiting = pop(b.waiting)
+			if cronhook.Dequeued != nil {
+				cronhook.Dequeued(b.c, false)
+			}
 		case len(b.later) > 0:
 			if len(b.waiting) > 0 && cronhook.CompletionsFirst != nil {
 				cronhook.CompletionsFirst(b.c)
 			}
 			bt, b.later = pop(b.later)
+			if cronhook.Dequeued != nil {
+				cronhook.Dequeued(b.c, true)
+			}
 		default:
 			bt = nil
 			b.out--

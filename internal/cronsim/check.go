@@ -69,6 +69,7 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 		c.records(j)
 		c.catchUps(j)
 	}
+	c.batches()
 	out := slices.DeleteFunc(c.out, func(v Violation) bool { return slices.Contains(ignore, v.Invariant) })
 	slices.SortStableFunc(out, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return out

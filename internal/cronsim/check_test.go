@@ -393,6 +393,13 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name: "completions starved behind claims", want: "I11", about: "while 5 batches of claims and looks went first",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Starved: []Starved{{At: at(12, 0), Passed: 5}}}
+			},
+		},
+		{
 			name: "a slot lost while its replicas' clocks were stepped", want: "",
 			sc: func() *Scenario {
 				sc := crafted(hourlySpec, 1)

@@ -119,6 +119,9 @@
 //     lease) is cancelled within a run lease.
 //   - I10: a Cron slot recorded skipped (R20) has no run but requested
 //     ones, while Redis keeps the record.
+//   - I11: a replica's batching client sends a batch of completions that
+//     waits at the head of its queue after at most 4 batches of claims and
+//     looks went first (its hooks in internal/cronhook tell the queues).
 //
 // And I4 checks the skips of R2 (ReasonStillRunning) that a claim
 // recorded: a run held the job when the tick was due (or Redis recorded

@@ -46,6 +46,17 @@ type History struct {
 	// CompletionsFirst is how many times a replica's batching client sent
 	// completions while claims or looks waited, its bound reached.
 	CompletionsFirst int
+	// Starved is each batch of completions that a replica's batching
+	// client sent after more batches of claims and looks than its bound
+	// let go first while it waited at the head of its queue (I11).
+	Starved []Starved
+}
+
+// Starved is a batch of completions that waited at the head of its queue
+// while Passed batches of claims and looks went first, until At.
+type Starved struct {
+	At     time.Time
+	Passed int
 }
 
 // Run is one run of a job, as crontest recorded it, with what the job's
@@ -166,7 +177,59 @@ type world struct {
 	reasons, applied      map[string]bool
 	clients               []any        // the jobs' clients, in hooked
 	completionsFirst      atomic.Int64 // cronhook.CompletionsFirst's calls
+
+	qmu     sync.Mutex // for queues and starved, which the batching clients' hooks write
+	queues  map[any]*completionQueue
+	starved []Starved
 }
+
+// completionQueue is what a batching client's hooks tell of its queue of
+// completions: how many batches wait in it, and how many batches of
+// claims and looks went while the first of them waited at its head.
+type completionQueue struct{ waiting, passed int }
+
+// queued and dequeued follow a batching client's queues (cronhook.Queued,
+// cronhook.Dequeued) and note each batch of completions sent after more
+// than completionsBound batches of claims and looks went before it.
+func (w *world) queued(c any, completions bool) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if completions {
+		w.queue(c).waiting++
+	}
+}
+
+func (w *world) dequeued(c any, completions bool) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	q := w.queue(c)
+	switch {
+	case !completions && q.waiting > 0:
+		q.passed++
+	case completions:
+		if q.passed > completionsBound {
+			w.starved = append(w.starved, Starved{At: time.Now(), Passed: q.passed})
+		}
+		q.waiting, q.passed = max(q.waiting-1, 0), 0
+	}
+}
+
+func (w *world) queue(c any) *completionQueue {
+	q := w.queues[c]
+	if q == nil {
+		if w.queues == nil {
+			w.queues = make(map[any]*completionQueue)
+		}
+		q = &completionQueue{}
+		w.queues[c] = q
+	}
+	return q
+}
+
+// completionsBound is how many batches of claims and looks the runtime's
+// batching client lets go before a batch of completions at the head of
+// its queue (batchWire in cron/batch.go, which its doc comment states).
+const completionsBound = 4
 
 // hooked maps the clients of the jobs' DBs to their world, for the
 // runtime's hooks: seeds run side by side in one process.
@@ -182,6 +245,16 @@ func init() {
 	cronhook.CompletionsFirst = func(c any) {
 		if w, ok := hooked.Load(c); ok {
 			w.(*world).completionsFirst.Add(1)
+		}
+	}
+	cronhook.Queued = func(c any, completions bool) {
+		if w, ok := hooked.Load(c); ok {
+			w.(*world).queued(c, completions)
+		}
+	}
+	cronhook.Dequeued = func(c any, completions bool) {
+		if w, ok := hooked.Load(c); ok {
+			w.(*world).dequeued(c, completions)
 		}
 	}
 }
@@ -555,6 +628,9 @@ func (w *world) collect() {
 	w.h.Reasons = slices.Sorted(maps.Keys(w.reasons))
 	w.h.Applied = slices.Sorted(maps.Keys(w.applied))
 	w.h.CompletionsFirst = int(w.completionsFirst.Load())
+	w.qmu.Lock()
+	w.h.Starved = slices.Clone(w.starved)
+	w.qmu.Unlock()
 }
 
 func cmpStrings(a, b string) int {
