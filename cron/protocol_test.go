@@ -1164,3 +1164,71 @@ func TestProtocolRequestPassedOnAfterRemove(t *testing.T) {
 		t.Fatal("the run-now request that a's completion found waiting was not run within 3s by b, which runs the job")
 	}
 }
+
+// TestProtocolCompletionAfterClaimWindow: a run of slot S goes on past
+// S's claim window, and returns while Redis does not answer its replica;
+// Redis answers again well before the run lease ends. The completion,
+// sent again (R13), must free the job, so that the next slot's tick, due
+// before the run lease would have ended, runs it. Before, the completion
+// was sent again only while S's claim window lasted, so not at all: the
+// run lease held the job to its end, and the next slot was recorded
+// skipped as still running, though no run was (simulator seed 6008014).
+func TestProtocolCompletionAfterClaimWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var dead atomic.Bool
+	c := srv.Client(t)
+	c.AddHook(deadClient{&dead})
+	// S can be claimed for 2 s; a run lease outlasts the slot.
+	lease := cron.LeaseConfig{DB: lock.NewDB(c), TTL: 2 * time.Second, RunTTL: 12 * time.Second, Backoff: 100 * time.Millisecond}
+	S := halfSlotBefore(every)
+	ran := make(chan cron.Tick, 4)
+	returned := make(chan struct{})
+	skipped := make(chan string, 4)
+	rt, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		ran <- tk
+		if tk.Slot.Start.Equal(S) {
+			<-returned
+		}
+		return nil
+	}}, lease: lease}}, cron.WithReplica("a"), cron.WithLogger(quiet),
+		cron.WithObserver(cron.Observer{RunSkipped: func(tk cron.Tick, reason string, _ error) {
+			skipped <- tk.Slot.Start.Format(time.TimeOnly) + " " + reason
+		}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	select {
+	case tk := <-ran:
+		if !tk.Slot.Start.Equal(S) {
+			t.Fatalf("ran slot %v, want %v", tk.Slot.Start, S)
+		}
+	case <-time.After(time.Until(S.Add(time.Second))):
+		t.Fatalf("slot %v did not run at its tick", S)
+	}
+
+	// Past S's claim window, Redis stops answering a; the run returns,
+	// and Redis answers again a second later, 8.5 s before the run lease
+	// would end.
+	time.Sleep(time.Until(S.Add(2500 * time.Millisecond)))
+	dead.Store(true)
+	close(returned)
+	time.Sleep(time.Second)
+	dead.Store(false)
+
+	next := S.Add(every)
+	select {
+	case tk := <-ran:
+		if !tk.Slot.Start.Equal(next) {
+			t.Errorf("ran slot %v, want %v", tk.Slot.Start, next)
+		}
+	case s := <-skipped:
+		t.Errorf("skipped %s; want slot %v run, the run of %v having returned %v before its tick",
+			s, next.Format(time.TimeOnly), S.Format(time.TimeOnly), every-2500*time.Millisecond)
+	case <-time.After(time.Until(next.Add(time.Second))):
+		t.Errorf("slot %v neither ran nor was skipped", next.Format(time.TimeOnly))
+	}
+}

@@ -187,7 +187,9 @@ func (r *Runtime) finishedOffSchedule(e *entry) {
 
 // completeAgain is R13: it sends the completion of a's run again, after a
 // back-off that doubles up to a third of the run lease, until Redis
-// answers, the slot's claim window ends
+// answers, the slot's claim window and the run lease have both ended
+// (a run that outlasted its slot's window holds the job until its lease
+// does: recording its end frees the job sooner, seed 6008014),
 // or the runtime shuts down, and returns the last answer. The first error
 // was err. It is R18 too, when err wraps lock.ErrNotReplicated: then the
 // first back-off is at most a quarter of the run lease, so that the
@@ -211,7 +213,7 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease,
 		wait, most = min(wait, max(s.runTTL/4, time.Millisecond)), max(s.runTTL/3, time.Millisecond)
 	}
 	for {
-		if !r.now().Add(wait).Before(end) {
+		if !r.now().Add(wait).Before(end) && !time.Now().Add(wait).Before(held.Deadline()) {
 			return completed{}, err
 		}
 		timer := time.NewTimer(wait)
