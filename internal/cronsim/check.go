@@ -941,6 +941,15 @@ func (c *checker) retried(j *Job, s *slot) {
 		c.flushed(last.Start, due) { // the record, and its attempts, are gone
 		return
 	}
+	// A release whose schedule has a slot inside this one (a deploy that
+	// changed the interval) ran it meanwhile: the record holds one slot a
+	// job, and its claim made this one past (PROTOCOL.md, Limits; seed
+	// 6009650).
+	for _, r := range c.runsOf(j.Name) {
+		if r.Start.After(last.Start) && r.Start.Before(due) && r.Tick.Slot.Start.After(s.start) && r.Tick.Slot.Start.Before(s.end) {
+			return
+		}
+	}
 	// A replica that stayed up, running a release whose schedule has the
 	// slot and whose attempts it has not spent (a deploy may have changed
 	// either).
