@@ -186,9 +186,13 @@ func init() {
 	}
 }
 
-// runKey names a run as both the job's code and crontest see it: no two
-// replicas start a run of one job at one instant.
+// runKey names a run as both the job's code and crontest see it: its
+// replica, the job, and its tick's number and start by the replica's
+// clock. Two replicas may run one slot under one tick number and start
+// (after Redis lost the record, with their clocks apart by the time
+// between the runs; seed 6005933).
 type runKey struct {
+	replica int
 	job     string
 	run     uint64
 	started int64
@@ -312,7 +316,7 @@ func (w *world) build(rdb *redis.Client, i int, j *Job) cron.Job {
 		opts = append(opts, cron.WithRunDeadline(version.Deadline))
 	}
 	return cron.Func(j.Name, version.Interval(j.NoStartup),
-		func(ctx context.Context, t cron.Tick) error { return w.process(ctx, j, v, t) }, opts...)
+		func(ctx context.Context, t cron.Tick) error { return w.process(ctx, i, j, v, t) }, opts...)
 }
 
 // processOnly is a client with only Process, as a user's wrapper may be
@@ -323,13 +327,14 @@ func (p processOnly) Process(ctx context.Context, cmd redis.Cmder) error {
 	return p.c.Process(ctx, cmd)
 }
 
-// process is a run of job j in release v: it follows its plan.
-func (w *world) process(ctx context.Context, j *Job, v int, t cron.Tick) error {
+// process is a run of job j in release v on replica i: it follows its
+// plan.
+func (w *world) process(ctx context.Context, i int, j *Job, v int, t cron.Tick) error {
 	w.mu.Lock()
 	n := w.counts[j.Name]
 	w.counts[j.Name]++
 	s := &seen{number: n, version: v}
-	w.runs[runKey{j.Name, t.Run, t.Started.UnixNano()}] = s
+	w.runs[runKey{i, j.Name, t.Run, t.Started.UnixNano()}] = s
 	w.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		w.mu.Lock()
@@ -526,7 +531,7 @@ func (w *world) collect() {
 	defer w.mu.Unlock()
 	for _, r := range w.c.Runs() {
 		run := Run{Job: r.Job, Replica: r.Replica, Tick: r.Tick, Start: r.Start, End: r.End, Err: r.Err, Number: -1}
-		if s := w.runs[runKey{r.Job, r.Tick.Run, r.Tick.Started.UnixNano()}]; s != nil {
+		if s := w.runs[runKey{r.Replica, r.Job, r.Tick.Run, r.Tick.Started.UnixNano()}]; s != nil {
 			run.Number, run.Version, run.Cancelled, run.Cause = s.number, s.version, s.cancelled, s.cause
 		}
 		w.h.Runs = append(w.h.Runs, run)
