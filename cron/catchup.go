@@ -126,6 +126,14 @@ func (r *Runtime) helloAfterError(e *entry, s *jobState) {
 	}
 }
 
+// helloNow announces e at once, unless an announcement is on its way
+// already, and again with back-off while Redis does not answer.
+func (r *Runtime) helloNow(e *entry, s *jobState) {
+	if s.helloing.CompareAndSwap(false, true) {
+		go r.helloTry(r.lctx, r.lctx, e, helloAgain)
+	}
+}
+
 // helloLater calls helloTry in wait, if the runtime still runs e with
 // the record s.
 func (r *Runtime) helloLater(ctx, lctx context.Context, e *entry, s *jobState, wait time.Duration) {

@@ -742,6 +742,63 @@ func TestProtocolRecordKeptAfterFailedClaim(t *testing.T) {
 	}
 }
 
+// TestProtocolRecordKeptAfterLateStartupTick pauses a job of a 5-second
+// schedule, then starts its replica again with a daily schedule whose
+// latest slot began two hours ago and could be claimed for a minute: the
+// startup tick is too late for that slot, and the replica answers it
+// itself, without a script. The record must still live until the daily
+// tick, so that the job is still paused then. It used to keep the TTL that
+// the 5-second schedule's claims set, since the start sent no E6 for a
+// job whose startup run would claim: the record expired, and the next
+// tick ran the job while it was paused (simulator seeds 6003879 and
+// 6011226, after a rolling deploy to a two-hourly schedule).
+func TestProtocolRecordKeptAfterLateStartupTick(t *testing.T) {
+	srv := redistest.Start(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func(every interval.Interval, ttl time.Duration) *cron.Runtime {
+		lease := cron.LeaseConfig{DB: lock.NewDB(srv.Client(t)), TTL: ttl}
+		rt, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: every}, lease: lease}},
+			cron.WithLogger(quiet), cron.WithReplica("r0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+		return rt
+	}
+	old := start(interval.MustCron("*/5 * * * * *"), 0)
+	db := lock.NewDB(srv.Client(t))
+	waitStatus(t, db, "report", func(st cron.JobStatus) bool { return true })
+	admin := cron.NewAdmin(db)
+	if err := admin.Pause(t.Context(), "report"); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().UTC().Add(-2 * time.Hour)
+	daily := interval.MustCron(fmt.Sprintf("CRON_TZ=UTC %d %d * * *", past.Minute(), past.Hour()))
+	start(daily, time.Minute)
+	next, _ := daily.NextSlot(time.Now())
+	key := "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:report}"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ttl, err := srv.Client(t).PTTL(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl > time.Until(next.Start) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record's TTL is %v 10 s after the start; the daily job's next tick is in %v", ttl, time.Until(next.Start).Round(time.Second))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, err := admin.Status(t.Context(), "report"); err != nil || !st.Paused {
+		t.Errorf("status after the start: %+v, %v; want the job still paused", st, err)
+	}
+}
+
 // halfSlotBefore waits until half a slot of length every before the next
 // slot that is at least that far off, and returns that slot's start, S: a
 // test starts its replicas there, with time to spare before S's tick.

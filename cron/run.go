@@ -205,6 +205,13 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	if ad.failures.Load() > 0 {
 		r.admissionRecovered(ctx, ad, t)
 	}
+	if claim && mode == modeTick && c.reason == ReasonTooLate {
+		// The replica answered the tick itself, after its slot's claim
+		// window: no script ran, so no C2 kept the record alive until
+		// the next tick. A start's tick is one (its start sent no E6,
+		// counting on the tick's claim): announce the job instead.
+		r.helloNow(a.e, s)
+	}
 	if c.recorded != "" {
 		// R20: this claim recorded the slot skipped; the other
 		// replicas see it recorded.

@@ -259,11 +259,11 @@ func init() {
 	}
 }
 
-// runKey names a run as both the job's code and crontest see it. The
-// replica is part of it: two replicas' runs of one job may carry the same
-// tick number and start time (their counters count alike, and a replica's
-// clock stepped forward hands out a spread tick at the very instant
-// another's names; seed 6008885).
+// runKey names a run as both the job's code and crontest see it: its
+// replica, the job, and its tick's number and start by the replica's
+// clock. Two replicas may run one slot under one tick number and start
+// (after Redis lost the record, with their clocks apart by the time
+// between the runs; seeds 6005933, 6008885).
 type runKey struct {
 	replica int
 	job     string
@@ -400,13 +400,14 @@ func (p processOnly) Process(ctx context.Context, cmd redis.Cmder) error {
 	return p.c.Process(ctx, cmd)
 }
 
-// process is replica's run of job j in release v: it follows its plan.
-func (w *world) process(ctx context.Context, replica int, j *Job, v int, t cron.Tick) error {
+// process is a run of job j in release v on replica i: it follows its
+// plan.
+func (w *world) process(ctx context.Context, i int, j *Job, v int, t cron.Tick) error {
 	w.mu.Lock()
 	n := w.counts[j.Name]
 	w.counts[j.Name]++
 	s := &seen{number: n, version: v}
-	w.runs[runKey{replica, j.Name, t.Run, t.Started.UnixNano()}] = s
+	w.runs[runKey{i, j.Name, t.Run, t.Started.UnixNano()}] = s
 	w.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		w.mu.Lock()

@@ -31,7 +31,8 @@ var (
 // them beside its range (but under -race, and with -sim.seed), so that
 // what they found stays fixed.
 var citedSeeds = []int64{803, 1928, 3886, 17975, 19170, 23650, 31831, 42740, 1002801, 1007772, 1008185, 1009168,
-	2005375, 2007051, 3001870, 3002553, 3002861, 3002930, 3003256, 3006521, 3007384, 4001036, 6008014, 6008885, 6009650, 8009346}
+	2005375, 2007051, 3001870, 3002553, 3002861, 3002930, 3003256, 3006521, 3007384, 4001036, 6003879, 6005933,
+	6008014, 6008885, 6009650, 6011226, 8009346}
 
 // coverSeeds is how many seeds a range with -sim.all needs for every path
 // of Paths to be owed a seed that reaches it: CI's.
