@@ -51,6 +51,19 @@ func (c *checker) durationRetried(j *Job) {
 			c.skewed(due) || c.steppedBetween(first.Start, due) || c.flushed(first.Start, due) {
 			continue
 		}
+		// A replica up meanwhile whose release gives the slot no more
+		// attempts than it had may have claimed at its tick and closed it
+		// as failed (a rolling deploy that lowers Attempts: the state of
+		// S in the claim; PROTOCOL.md, Limits; seed 7008787).
+		fewer := false
+		for k := range Replicas {
+			for _, t := range []time.Time{last.End, due} {
+				fewer = fewer || k != i && tried >= j.Versions[c.version(k, j.Name, t)].Attempts && c.upDuring(k, last.End, due)
+			}
+		}
+		if fewer {
+			continue
+		}
 		other := false
 		for _, r := range runs {
 			other = other || r != last && r.Start.After(last.Start) && r.Start.Before(due)
