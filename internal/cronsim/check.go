@@ -13,7 +13,7 @@ import (
 
 // Violation is an invariant that a history breaks.
 type Violation struct {
-	// Invariant is "I1" to "I8" (see the package documentation), or "H"
+	// Invariant is "I1" to "I11" (see the package documentation), or "H"
 	// for the harness: crontest reported an error.
 	Invariant string
 	// Rule names which of the invariant's checks it broke: "slot lost",

@@ -126,6 +126,7 @@ func TestSimulate(t *testing.T) {
 					results[k] = o
 					if len(o.violations) > 0 {
 						failed.Add(1)
+						failure(list[k], o.violations[0])
 					}
 					progress(done.Add(1), n, failed.Load(), began)
 					for len(o.violations) > 0 {
@@ -154,6 +155,16 @@ func progress(done int64, n int, failed int64, began time.Time) {
 	}
 	fmt.Fprintf(os.Stderr, "cronsim: %d of %d seeds from %d done, %d failing, after %v\n",
 		done, n, *fromFlag, failed, time.Since(began).Round(time.Second))
+}
+
+// failure prints a line to the standard error, with -v, for a seed of a
+// range of more than progressEvery seeds that failed, as it fails: a run
+// of hours names its failing seeds before it ends.
+func failure(seed int64, v Violation) {
+	if !testing.Verbose() || *seedsFlagOr() <= progressEvery {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "cronsim: seed %d fails: %s (%s)\n", seed, v.Invariant, v.Rule)
 }
 
 // simulate runs the seed at index k of the range.
