@@ -444,16 +444,33 @@ func (c *checker) upDuring(i int, a, b time.Time) bool {
 	return false
 }
 
-// anyHears reports whether a replica whose client can subscribe (see
-// Scenario.ProcessOnly: one that can't serves a request at its next tick)
-// ran one runtime throughout [a, b].
-func (c *checker) anyHears(a, b time.Time) bool {
+// hearsBy returns when a run-now request published at p is owed its run
+// by a replica whose client can subscribe (see Scenario.ProcessOnly: one
+// that can't serves a request at its next tick), if one ran a runtime
+// from a second before p until then: no sooner than due, and a few
+// seconds after that replica's E5 reaches Redis. A replica frozen as it
+// hears the request sends E5 as its freeze ends (seeds 60661, 62370).
+func (c *checker) hearsBy(p, due time.Time) (time.Time, bool) {
+	var best time.Time
 	for i := range Replicas {
-		if (!c.sc.ProcessOnly[i] || c.sc.Replicated) && c.upThrough(i, a, b) {
-			return true
+		if c.sc.ProcessOnly[i] && !c.sc.Replicated {
+			continue
+		}
+		send := p
+		for moved := true; moved; {
+			moved = false
+			for _, s := range c.frozen[i] {
+				if s.meets(p, send.Add(time.Second)) && s.to.After(send) {
+					send, moved = s.to, true
+				}
+			}
+		}
+		by := later(due, send.Add(c.sc.Latencies[i]+requestMargin))
+		if c.upThrough(i, p.Add(-time.Second), by) && (best.IsZero() || by.Before(best)) {
+			best = by
 		}
 	}
-	return false
+	return best, !best.IsZero()
 }
 
 // pausedDuring reports whether job was, or may have been, paused at any
@@ -1250,7 +1267,8 @@ func (c *checker) served(j *Job, p time.Time, runs []*Run) {
 		}
 		due = later(due, at.Add(requestMargin))
 	}
-	if due.After(c.end) || !c.healthy(p, due) || !c.anyHears(p.Add(-time.Second), due) {
+	due, ok := c.hearsBy(p, due)
+	if !ok || due.After(c.end) || !c.healthy(p, due) {
 		return
 	}
 	for _, r := range runs {
