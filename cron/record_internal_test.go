@@ -120,6 +120,40 @@ func TestClaimAfterOverrun(t *testing.T) {
 	}
 }
 
+// TestClaimSkipAfterOverrun checks R2 for the tick of a replica whose own
+// run of the previous slot held the job at the slot's start and whose
+// completion Redis recorded just before this tick came (mode skip): the
+// slot is recorded skipped (R20), as a tick in mode tick records it. The
+// claim in mode skip once answered nothing, and a slot that no other
+// replica ticked ended with neither a run nor a recorded skip
+// (simulator seed 78647).
+func TestClaimSkipAfterOverrun(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	every := interval.MustCron("*/2 * * * * *")
+	s, err := newJobState(every, LeaseConfig{DB: lock.NewDB(rdb), Name: "overrun", Attempts: 2}, "r0", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	s0 := every.Plan(now, now).Slot
+	s1, _ := every.NextSlot(s0.Start)
+	c, err := s.claim(ctx, modeTick, &Tick{Slot: s0}, time.Time{}, "")
+	if err != nil || c.run == nil {
+		t.Fatalf("claim of %v = %+v, %v; want a run", s0.Start, c, err)
+	}
+	// The run of s0 ends after s1 began, and its completion is recorded
+	// before the replica's tick of s1 claims.
+	time.Sleep(time.Until(s1.Start.Add(100 * time.Millisecond)))
+	if _, err := s.complete(ctx, c.run, c.attempt, time.Time{}, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = s.claim(ctx, modeSkip, &Tick{Slot: s1}, time.Time{}, "")
+	if err != nil || c.run != nil || c.recorded != ReasonStillRunning {
+		t.Errorf("the skip's claim of %v = %+v, %v; want it recorded skipped, %q", s1.Start, c, err, ReasonStillRunning)
+	}
+}
+
 // TestClaimOverEarlierLayout: a record that an earlier version wrote, a
 // field per part, names no slot this layout reads; the first claim runs
 // its slot and removes the earlier fields, whose bulk every later script

@@ -381,6 +381,17 @@ local function skipTick(why)
 	end
 	return answer({8, 1, why, id})
 end
+-- heldAtDue is R2 for a Cron slot S that is none and no run holds: the
+-- last run began before S's tick was due (S's start, plus the job's
+-- spread offset) and ended after: it held the job when S's ticks came,
+-- however late this tick comes.
+local function heldAtDue()
+	local due = tonumber(ARGV[16])
+	if not lastEnd and last then
+		lastEnd, lastStart = string.match(last, '^([^|]*)|([^|]*)|')
+	end
+	return lastEnd and tonumber(lastEnd) > due and tonumber(lastStart) < due
+end
 -- R1, R2: the run lease is held. A skip is E1 sent by a replica whose
 -- own run held the job at S's tick: R2 alone decides it.
 if running then
@@ -407,6 +418,11 @@ if running then
 	return answer({2, tonumber(runUntil) - now, of, sid})
 end
 if mode == 'skip' then
+	-- R2 for a run that ended (its completion recorded) since it held the
+	-- job at S's tick.
+	if heldAtDue() then
+		return skipTick('still running') or answer({6})
+	end
 	return answer({6})
 end
 -- R3: paused.
@@ -455,14 +471,7 @@ if state == 'none' then -- R4
 		if L then
 			return open(tostring(now), now, 'schedule')
 		end
-		-- R2: the last run began before S's tick was due (S's start, plus
-		-- the job's spread offset) and ended after: it held the job when
-		-- S's ticks came, however late this tick comes.
-		local due = tonumber(ARGV[16])
-		if not lastEnd and last then
-			lastEnd, lastStart = string.match(last, '^([^|]*)|([^|]*)|')
-		end
-		if lastEnd and tonumber(lastEnd) > due and tonumber(lastStart) < due then
+		if heldAtDue() then
 			return skipTick('still running')
 		end
 		return open(S, ARGV[3], 'schedule')

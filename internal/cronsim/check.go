@@ -9,6 +9,7 @@ import (
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/crontest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
 )
 
 // Violation is an invariant that a history breaks.
@@ -865,6 +866,32 @@ func (c *checker) replacedNear(i int, job string, a, b time.Time) bool {
 	return false
 }
 
+// stepDelays reports whether a forward step of replica i's clock, after
+// its previous slot began at prev (and so possibly after its timer was set
+// for the tick of slot s, which the offset after the step puts at b, and
+// s's start at a, by the true clock), may have put that tick as late as
+// the step: the runtime's timer waits on the monotonic clock
+// (crontest.Cluster.StepClock). The tick is
+// then owed only if, through that delay, the replica stayed up with
+// release v, unreplaced, with Redis well and the job not paused, and the
+// late tick still came within the slot's lease by the replica's clock
+// (seeds 17919, 85574).
+func (c *checker) stepDelays(i int, job string, v int, ver Version, s interval.Slot, prev, a, b time.Time) bool {
+	var fwd time.Duration
+	for _, e := range c.steps[i] {
+		if at := c.start.Add(e.At); e.D > 0 && at.After(prev) && at.Before(b) {
+			fwd += e.D
+		}
+	}
+	if fwd == 0 {
+		return false
+	}
+	late := b.Add(fwd)
+	return late.Add(tickMargin).After(c.end) || !late.Add(c.offset(i, late)).Add(tickMargin).Before(ver.LeaseEnd(s)) ||
+		c.version(i, job, late) != v || !c.upThrough(i, b, late.Add(tickMargin)) || !c.healthy(b, late.Add(tickMargin)) ||
+		c.frozenDuring(i, b, late.Add(tickMargin)) || c.replacedNear(i, job, a, late) || c.pausedDuring(job, b, late.Add(tickMargin))
+}
+
 // I4, for a Cron spec: a slot at whose tick some replica was up, on its own
 // clock, with Redis well and the job not paused, ends in an outcome a user
 // can see: it runs, or its skip is recorded (see accounted); unless a
@@ -880,7 +907,10 @@ func (c *checker) cronSlotsRun(j *Job) {
 	seen := make(map[string]bool)
 	for v, ver := range j.Versions {
 		every := ver.Interval(j.NoStartup)
-		for s, ok := every.NextSlot(c.start.Add(-time.Hour)); ok && s.Start.Before(c.end); s, ok = every.NextSlot(s.Start) {
+		last := c.start.Add(-time.Hour) // the previous slot's start
+		for s, ok := every.NextSlot(last); ok && s.Start.Before(c.end); s, ok = every.NextSlot(s.Start) {
+			prev := last
+			last = s.Start
 			key, _ := s.Key()
 			if seen[key] || ran[key] != nil {
 				continue
@@ -895,6 +925,9 @@ func (c *checker) cronSlotsRun(j *Job) {
 					!c.upThrough(i, a.Add(-time.Second), b.Add(tickMargin)) || !c.healthy(b.Add(-time.Second), b.Add(tickMargin)) ||
 					c.frozenDuring(i, b.Add(-tickMargin), b.Add(tickMargin)) || c.replacedNear(i, j.Name, a, b) ||
 					c.pausedDuring(j.Name, b.Add(-tickMargin), b.Add(tickMargin)) {
+					continue
+				}
+				if c.stepDelays(i, j.Name, v, ver, s, prev, a, b) {
 					continue
 				}
 				seen[key] = true

@@ -151,6 +151,22 @@ func steppedBackIdle(step bool) (*Scenario, *History) {
 	}}
 }
 
+// forwardStepped is an hourly job's scenario whose replicas 1 and 2 die at
+// 10:30, whose replica 0's clock is stepped 5 minutes back at 10:20 and
+// forward again at 11:30, and whose replica 0 dies after past 12:00: the
+// timer it set at 11:05 for 12:00 by its clock fires at 12:05, when it
+// reads 12:05.
+func forwardStepped(after time.Duration) *Scenario {
+	sc := crafted(hourlySpec, 1)
+	sc.Events = []Event{
+		{At: 20 * time.Minute, Kind: StepClock, Replica: 0, D: -5 * time.Minute},
+		{At: 30 * time.Minute, Kind: Kill, Replica: 1}, {At: 30 * time.Minute, Kind: Kill, Replica: 2},
+		{At: 90 * time.Minute, Kind: StepClock, Replica: 0, D: 5 * time.Minute},
+		{At: 120*time.Minute + after, Kind: Kill, Replica: 0},
+	}
+	return sc
+}
+
 // TestCheck gives Check histories that break each invariant, and the ones
 // that the protocol allows: it reports the first, and not the second.
 func TestCheck(t *testing.T) {
@@ -407,6 +423,26 @@ func TestCheck(t *testing.T) {
 				return sc
 			},
 			h: func() *History { return &History{Runs: slices.Delete(hourlyRuns(), 2, 3)} },
+		},
+		{
+			name: "a slot lost whose tick a forward step put after its replica's death", want: "",
+			sc: func() *Scenario { return forwardStepped(5 * time.Minute) },
+			h: func() *History {
+				return &History{Runs: []Run{
+					run(hourlySpec, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil),
+					run(hourlySpec, 0, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil),
+				}}
+			},
+		},
+		{
+			name: "a slot lost whose tick a forward step delayed, its replica up", want: "I4", about: "did not run, and no replica recorded it skipped",
+			sc: func() *Scenario { return forwardStepped(30 * time.Minute) },
+			h: func() *History {
+				return &History{Runs: []Run{
+					run(hourlySpec, 0, at(10, 0), time.Second, cron.TriggerSchedule, 1, nil),
+					run(hourlySpec, 0, at(11, 5), time.Second, cron.TriggerSchedule, 1, nil),
+				}}
+			},
 		},
 		{
 			name: "a slot lost while Redis was down", want: "",
