@@ -30,7 +30,7 @@ var (
 // package cite, each for the failure it found once: TestSimulate runs
 // them beside its range (but under -race, and with -sim.seed), so that
 // what they found stays fixed.
-var citedSeeds = []int64{803, 1928, 3886, 17975, 19170, 21393, 23650, 31831, 42740, 1002801, 1007772, 1008185, 1009168,
+var citedSeeds = []int64{803, 1928, 3886, 17975, 19170, 21393, 23650, 31831, 42740, 82042, 1002801, 1007772, 1008185, 1009168,
 	2005375, 2007051, 3001870, 3002553, 3002861, 3002930, 3003256, 3006521, 3007384, 4001036, 6003879, 6005933,
 	6008014, 6008885, 6009650, 6011226, 7008787, 8009346}
 
