@@ -34,16 +34,18 @@ func parseFollow(payload string) (id, name string, ok bool) {
 }
 
 // offTick reports whether a's claim, which started a run, ran a Cron slot
-// that the other replicas may have ticked without this one: a catch-up, or
-// a tick that came later than a grace period after its slot began (the
-// startup run's late tick of a slot still in its claim window). Only a
-// slot with attempts to spare needs anyone to follow it.
+// that the other replicas may have ticked without this one: a catch-up, a
+// tick that came later than a grace period after its slot began (the
+// startup run's late tick of a slot still in its claim window), or a look
+// after an outage that found the slot unclaimed (the others' looks may
+// have come before it, while Redis had lost the record: seed 21393). Only
+// a slot with attempts to spare needs anyone to follow it.
 func offTick(a *runArgs, s *jobState) bool {
 	if !s.shared || s.attempts < 2 || a.tick.Attempt != 1 {
 		return false
 	}
 	switch a.mode {
-	case modeCatchUp:
+	case modeCatchUp, modeLook:
 		return true
 	case modeTick:
 		return a.tick.Run == 1 && a.tick.Started.Sub(a.tick.Slot.Start) > lookGrace(s.base)

@@ -180,8 +180,12 @@ func (r *Runtime) cancelRuns(e *entry, cause error) {
 //
 // The job's next tick is the first its new interval has after now; there
 // is no startup run. A job whose interval does not change keeps its next
-// tick. A run in progress goes on, the old job's; like any
-// run, it keeps the job's next ticks from overlapping it. A [Leased] job
+// tick; one whose duration policy ([interval.AtLeast],
+// [interval.AfterFinish], [interval.AfterStart]) becomes another keeps
+// the part of the old interval that passed: its next tick moves by the
+// difference of the two durations, and comes at once if that is past. A
+// run in progress goes on, the old job's; like any run, it keeps the
+// job's next ticks from overlapping it. A [Leased] job
 // whose lease name changes keeps a new record from its next tick on; one
 // that keeps it keeps the record, and a slot whose attempt failed, before
 // Replace or in the old job's run that goes on, still gets its next
@@ -221,6 +225,23 @@ func (r *Runtime) Replace(job Job) error {
 	// now would let Replaces that come more often than the interval keep
 	// the job from running at all.
 	keep := e.pos >= 0 && e.every.Interval == every
+	now := r.now()
+	// A duration policy replaced by another keeps the part of its
+	// interval that has passed since its last tick: counted from the
+	// Replace, a deploy and its rollback within an interval would put the
+	// run off by the time between the last tick and the rollback (seed
+	// 40511).
+	var moved time.Time
+	if d0, ok := durationOf(e.every.Interval, now); ok && !keep {
+		if d1, ok := durationOf(every, now); ok {
+			if due, ok := r.nextDue(e); ok {
+				moved = due.Add(d1 - d0)
+				if moved.Before(now) {
+					moved = now
+				}
+			}
+		}
+	}
 	r.release(e.every)
 	e.job, e.admit, e.every = n.job, n.admit, r.policyOf(every)
 	leased := e.admit != nil && e.admit.state != nil
@@ -236,10 +257,11 @@ func (r *Runtime) Replace(job Job) error {
 	if !e.admit.waits() {
 		e.setQuick(false) // its next run tells
 	}
-	now := r.now()
 	first := false
 	switch at, ok := every.WithoutStartupRun().First(now); {
 	case keep: // its tick stays where it is
+	case !moved.IsZero():
+		first = r.requeue(e, moved.UnixNano())
 	case ok:
 		first = r.requeue(e, e.due(at))
 	case e.pos >= 0:
@@ -311,4 +333,15 @@ func (r *Runtime) Jobs() []Entry {
 	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// durationOf returns the duration of a duration policy (whose plan
+// counts the next tick from a run, or overlaps runs), and false for a Cron
+// spec or the zero Interval.
+func durationOf(every interval.Interval, now time.Time) (time.Duration, bool) {
+	if p := every.Plan(now, now); !p.AtFinish && !p.Overlap {
+		return 0, false
+	}
+	at, ok := every.WithoutStartupRun().First(now)
+	return at.Sub(now), ok
 }

@@ -247,6 +247,34 @@ func TestReplace(t *testing.T) {
 	})
 }
 
+// TestReplaceDurationCountsFromLastRun replaces a duration policy's
+// interval twice within an interval, as a deploy and its rollback do: the
+// next tick counts each new interval from the last run, not from the
+// Replace, so the pair does not put the job's run off by the time between
+// them and the last run (simulator seed 40511: no run for 2h8m of an
+// hourly job).
+func TestReplaceDurationCountsFromLastRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		var rec runs
+		rt := start(t, []cron.Job{&testJob{name: "report", every: interval.AfterFinish(time.Hour), process: sleeper(&rec, 0)}})
+		time.Sleep(50 * time.Minute) // the startup run ended at t0
+		if err := rt.Replace(&testJob{name: "report", every: interval.AfterFinish(30 * time.Minute), process: sleeper(&rec, 0)}); err != nil {
+			t.Fatalf("Replace = %v", err)
+		}
+		if jobs := rt.Jobs(); len(jobs) != 1 || !jobs[0].Next.Equal(t0.Add(50*time.Minute)) {
+			t.Errorf("Jobs = %+v after a Replace 50m after the last run by AfterFinish(30m), want next at once (+50m)", jobs)
+		}
+		synctest.Wait()
+		if err := rt.Replace(&testJob{name: "report", every: interval.AfterFinish(time.Hour), process: sleeper(&rec, 0)}); err != nil {
+			t.Fatalf("Replace = %v", err)
+		}
+		time.Sleep(2*time.Hour + 30*time.Minute)
+		starts, _, _ := rec.snapshot()
+		wantTimes(t, "start", t0, starts, []time.Duration{0, 50 * time.Minute, 110 * time.Minute, 170 * time.Minute})
+	})
+}
+
 // TestSpread runs jobs whose interval spreads their runs: each runs at its
 // own offset into each slot, told in its tick, which names the slot.
 func TestSpread(t *testing.T) {

@@ -1153,6 +1153,94 @@ func TestProtocolFollowNotice(t *testing.T) {
 	}
 }
 
+// TestProtocolFollowNoticeAfterOutage: replica b's tick of slot S fails
+// (its Redis is down), while replica a runs S. Then Redis loses the
+// record (E11); once b's Redis answers, b's look after the outage finds S
+// unclaimed and claims it late (L2, as E1), and b dies in the run. a ran
+// S already and has no look planned at it; b's follow notice (E14) makes
+// a follow the run and run S's second attempt once b's run lease ends.
+// Before, only b knew of its late run, and S was not retried (simulator
+// seed 21393).
+func TestProtocolFollowNoticeAfterOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	raw := srv.Client(t)
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
+	S := halfSlotBefore(every)
+	lease := cron.LeaseConfig{Attempts: 2, Backoff: 500 * time.Millisecond, RunTTL: time.Second}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	ranA := make(chan cron.Tick, 4)
+	la := lease
+	la.DB = lock.NewDB(srv.Client(t))
+	rta, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		ranA <- tk
+		return nil
+	}}, lease: la}}, cron.WithReplica("a"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rta.Shutdown(context.Background()) })
+	var deadB atomic.Bool
+	cb := srv.Client(t)
+	cb.AddHook(deadClient{&deadB})
+	ranB := make(chan cron.Tick, 4)
+	lb := lease
+	lb.DB = lock.NewDB(cb)
+	rtb, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(_ context.Context, tk cron.Tick) error {
+		deadB.Store(true)
+		ranB <- tk
+		return errors.New("died")
+	}}, lease: lb}}, cron.WithReplica("b"), cron.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rtb.Shutdown(context.Background()) })
+	deadB.Store(true) // b's tick of S fails, and its looks 0.5 s and 1.5 s after it
+	if late := time.Since(S); late >= 0 {
+		t.Fatalf("Start returned %v after slot %v began: the test's timing failed", late, S)
+	}
+	select {
+	case tk := <-ranA:
+		if !tk.Slot.Start.Equal(S) {
+			t.Fatalf("a ran slot %v; the test wants its run of %v", tk.Slot.Start, S)
+		}
+	case <-time.After(time.Until(S.Add(2 * time.Second))):
+		t.Fatalf("a did not run slot %v", S)
+	}
+	waitStatus(t, lock.NewDB(raw), "report", func(st cron.JobStatus) bool { return st.Running == nil && st.SlotState == "done" })
+	// E11: Redis loses the record and its history.
+	ctx := context.Background()
+	keys, err := raw.Keys(ctx, "@@wakuwaku-cron:{*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the record's keys: %v, %v", keys, err)
+	}
+	if err := raw.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if late := time.Since(S.Add(2200 * time.Millisecond)); late >= 0 {
+		t.Fatalf("the record was lost %v after b's Redis was to come back: the test's timing failed", late)
+	}
+	time.Sleep(time.Until(S.Add(2200 * time.Millisecond)))
+	deadB.Store(false)
+	select {
+	case tk := <-ranB:
+		if !tk.Slot.Start.Equal(S) || tk.Attempt != 1 {
+			t.Fatalf("b ran slot %v, attempt %d; the test wants its late claim of slot %v", tk.Slot.Start, tk.Attempt, S)
+		}
+	case <-time.After(time.Until(S.Add(6 * time.Second))):
+		t.Fatalf("b's look after the outage did not run slot %v", S)
+	}
+	select {
+	case tk := <-ranA:
+		if !tk.Slot.Start.Equal(S) || tk.Attempt != 2 {
+			t.Errorf("a ran slot %v, attempt %d (%v); want slot %v's second attempt", tk.Slot.Start, tk.Attempt, tk.Trigger, S)
+		}
+	case <-time.After(time.Until(S.Add(every - time.Second))):
+		t.Fatalf("slot %v, whose late run on b died with an attempt left, got no second attempt before the next slot", S)
+	}
+}
+
 // TestProtocolRequestPassedOnAfterRemove: an operator asks for a run while
 // replica a runs the job, and a removes the job before that run ends. The
 // run's completion finds the request waiting, which a can no longer

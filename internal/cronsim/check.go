@@ -1006,13 +1006,16 @@ func (c *checker) retried(j *Job, s *slot) {
 	// A replica up meanwhile whose release gives the slot no more attempts
 	// than it had may have claimed it and closed it as failed (a rolling
 	// deploy that lowers Attempts: PROTOCOL.md, the state of S; seed
-	// 2002456).
+	// 2002456). So may the replica that ran the last attempt, replaced
+	// meanwhile by a release whose schedule lacks the slot: Replace keeps
+	// its retry, within the new release's attempts (seed 82042).
+	own := !errors.Is(last.Err, crontest.ErrKilled)
 	owed := false
 	for i := range Replicas {
 		for _, at := range []time.Time{last.End, due} {
 			w := j.Versions[c.version(i, j.Name, at)]
 			next, ok := w.Policy.Interval(false).NextSlot(s.start.Add(-time.Nanosecond))
-			if ok && next.Start.Equal(s.start) && tried >= w.Attempts && c.upDuring(i, last.End, due) {
+			if (ok && next.Start.Equal(s.start) || own && i == last.Replica) && tried >= w.Attempts && c.upDuring(i, last.End, due) {
 				return
 			}
 		}
