@@ -45,7 +45,7 @@ func offTick(a *runArgs, s *jobState) bool {
 		return false
 	}
 	switch a.mode {
-	case modeCatchUp, modeLook:
+	case modeCatchUp, modeLook, modeAfterRun:
 		return true
 	case modeTick:
 		return a.tick.Run == 1 && a.tick.Started.Sub(a.tick.Slot.Start) > lookGrace(s.base)

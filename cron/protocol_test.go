@@ -1377,3 +1377,96 @@ func TestProtocolCompletionAfterClaimWindow(t *testing.T) {
 		t.Errorf("slot %v neither ran nor was skipped", next.Format(time.TimeOnly))
 	}
 }
+
+// TestProtocolSkipAfterLostRunLooksAgain: a lone replica's run of slot S
+// loses its run lease in a Redis outage, and its completion is still being
+// sent again (R13) when S+1's tick comes, so the tick goes in mode skip.
+// Its claim, the first command Redis answers after the outage, records the
+// lapsed run lost and finds no run holding the job. The replica must look
+// at S+1 once its own run has ended (E13) and run it: before, it only
+// warned, and with no other replica the slot had neither a run nor a
+// recorded skip (simulator seeds 38401, 86016, 86995).
+func TestProtocolSkipAfterLostRunLooksAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	const every = 10 * time.Second
+	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
+	c := srv.Client(t)
+	var out skipClaimRevives
+	c.AddHook(&out)
+	ran := make(chan cron.Tick, 4)
+	var first atomic.Bool
+	job := &leasedJob{testJob: testJob{name: "report", every: spec, process: func(ctx context.Context, tk cron.Tick) error {
+		if first.CompareAndSwap(false, true) {
+			out.dead.Store(true) // Redis goes away in the middle of the run
+			<-ctx.Done()         // the run lease is lost
+			return context.Cause(ctx)
+		}
+		ran <- tk
+		return nil
+	}}, lease: cron.LeaseConfig{DB: lock.NewDB(c), Attempts: 2, Backoff: 500 * time.Millisecond, RunTTL: time.Second}}
+	S := halfSlotBefore(every)
+	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("a"), cron.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	if late := time.Since(S); late >= 0 {
+		t.Fatalf("Start returned %v after slot %v began: the test's timing failed", late, S)
+	}
+	next := S.Add(every)
+	select {
+	case tk := <-ran:
+		if !tk.Slot.Start.Equal(next) || tk.Attempt != 1 {
+			t.Fatalf("ran slot %v, attempt %d (%v); want the first attempt at slot %v", tk.Slot.Start, tk.Attempt, tk.Trigger, next)
+		}
+	case <-time.After(time.Until(next.Add(every - time.Second))):
+		t.Fatalf("slot %v, whose tick came while the lost run's completion was being sent again, did not run (the outage ended at the tick: %v)", next, !out.dead.Load())
+	}
+}
+
+// skipClaimRevives fails every command once dead is set, until a claim in
+// mode skip comes: Redis is back for that claim and everything after it.
+type skipClaimRevives struct{ dead atomic.Bool }
+
+// revives reports whether cmd is a claim in mode skip, and brings Redis
+// back if it is.
+func (h *skipClaimRevives) revives(cmd redis.Cmder) bool {
+	if cmd.Name() != "evalsha" {
+		return false
+	}
+	for _, a := range cmd.Args() {
+		if a == "skip" {
+			h.dead.Store(false)
+			return true
+		}
+	}
+	return false
+}
+
+func (h *skipClaimRevives) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *skipClaimRevives) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.dead.Load() && !h.revives(cmd) {
+			cmd.SetErr(errors.New("dead"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *skipClaimRevives) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.dead.Load() {
+			revived := false
+			for _, cmd := range cmds {
+				revived = h.revives(cmd) || revived
+			}
+			if !revived {
+				for _, cmd := range cmds {
+					cmd.SetErr(errors.New("dead"))
+				}
+				return errors.New("dead")
+			}
+		}
+		return next(ctx, cmds)
+	}
+}

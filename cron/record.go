@@ -79,9 +79,15 @@ const (
 	// modeDue is E13 when a Cron slot is due, after a tick that came
 	// before (mode early): as modeLook, but its answer is the tick's.
 	modeDue
+	// modeAfterRun is E13 once this replica's own run of the job has
+	// ended, at a Cron slot whose tick came in mode skip and found no run
+	// holding the job: that run had lost its lease. As modeDue, its
+	// answer is the tick's; and as modeLook, a run it starts is announced
+	// (E14).
+	modeAfterRun
 )
 
-var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look", "skip", "due"}
+var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "hello", "look", "skip", "due", "afterrun"}
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.

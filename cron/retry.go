@@ -41,10 +41,30 @@ func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval
 	r.planLook(e, s, mode, slot, id, d)
 }
 
-// planLook is lookAgain with r.mu held.
-func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) {
+// msgLookAfterRun is the Debug line of a tick in mode skip that plans
+// modeAfterRun.
+const msgLookAfterRun = "cron job's tick found its own run's lease lost; looking at its slot once that run ends"
+
+// lookAfterRun plans E13 at e's Cron slot, whose tick came in mode skip
+// and found no run holding the job, for when this replica's own run of e
+// has ended (modeAfterRun), and reports whether a look at the slot, or at
+// a newer one, is planned. It is not if the slot's claim window ends first.
+func (r *Runtime) lookAfterRun(e *entry, s *jobState, slot interval.Slot, id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.planLook(e, s, modeAfterRun, slot, id, afterRunPoll(s))
+}
+
+// afterRunPoll is how often a look that waits for this replica's own run
+// of a job (modeAfterRun) asks whether it ended: the job's back-off, at
+// most a second.
+func afterRunPoll(s *jobState) time.Duration { return min(s.backoff, time.Second) }
+
+// planLook is lookAgain with r.mu held. It reports whether a look at slot,
+// or at a newer one, is planned.
+func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) bool {
 	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
-		return
+		return false
 	}
 	if cur := e.admit.state; cur != s {
 		// Replace put a new config in e's place since. Its record is
@@ -53,7 +73,7 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 		// refuses one beyond the new Attempts), as the replaced job's
 		// were.
 		if cur.keys[0] != s.keys[0] || cur.shared != s.shared {
-			return
+			return false
 		}
 		s = cur
 	}
@@ -66,15 +86,15 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 				slog.String("job", e.name), slog.String("slot", slot.String()),
 				slog.Time("retry_due", r.now().Add(d)), slog.Time("slot_end", end))
 		}
-		return
+		return false
 	}
 	at := time.Now().Add(d)
 	if s.retry != nil {
 		switch {
 		case slot.Start.Before(s.retrySlot.Start):
-			return // a look at a newer slot is planned
+			return true // a look at a newer slot is planned
 		case slot.Start.Equal(s.retrySlot.Start) && !s.retryAt.After(at):
-			return // an earlier look at this slot is planned
+			return true // an earlier look at this slot is planned
 		}
 	}
 	if s.retry != nil {
@@ -93,6 +113,7 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 		}
 	})
 	s.retry, s.retryAt, s.retrySlot, s.retryMode, s.retryID = timer, at, slot, mode, id
+	return true
 }
 
 // keepLook plans on e, which Replace just gave a new config, the look that
@@ -120,7 +141,7 @@ func (r *Runtime) lookAgainAfterError(a *runArgs) {
 	switch {
 	case a.mode == modeRetry || a.mode == modeFollow:
 		r.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
-	case (a.mode == modeTick || a.mode == modeLook || a.mode == modeDue) && s.shared:
+	case (a.mode == modeTick || a.mode == modeLook || a.mode == modeDue || a.mode == modeAfterRun) && s.shared:
 		n := uint32(0)
 		if a.mode == modeLook {
 			n = s.looks.Add(1)
@@ -147,6 +168,18 @@ func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id s
 	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
 		r.mu.Unlock()
 		return false
+	}
+	if mode == modeAfterRun && e.runs() > 0 {
+		// The run this look waits for goes on (its completion may be
+		// sent again, R13): look later, while the slot's window lasts.
+		s := e.admit.state
+		if !r.planLook(e, s, mode, slot, id, afterRunPoll(s)) {
+			r.mu.Unlock()
+			r.skipped(r.ctx, &Tick{Scheduled: slot.Start, Slot: slot, Started: r.now(), Job: e.name, Attempt: 1}, ReasonStillRunning)
+			return true
+		}
+		r.mu.Unlock()
+		return true
 	}
 	now := r.now()
 	if slot.IsZero() {

@@ -170,7 +170,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		if c, claim, ok, err = r.lookFirst(ctx, a, s); !ok {
 			return nil, false
 		}
-	case mode == modeLook || mode == modeDue:
+	case mode == modeLook || mode == modeDue || mode == modeAfterRun:
 		// E13 again, after Redis did not answer this replica's tick or
 		// look, or when the slot is due after an early tick: a slot that
 		// no replica claimed meanwhile is claimed as its tick would have
@@ -185,9 +185,16 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 			c.quiet = true // this replica reported the tick skipped already
 		case a.mode == modeSkip && c.reason == "":
 			// No run holds the job by the record: this replica's own run
-			// lost its lease. The tick is skipped here, as a job without
-			// a lease skips it, and the others' ticks decide the slot.
-			c.reason, c.quiet = ReasonStillRunning, false
+			// lost its lease, and its code has returned or was told to.
+			// The others' ticks decide the slot; and this replica looks
+			// at it once that run has ended (E13), so that a replica left
+			// alone does not lose it (seed 38401).
+			if r.lookAfterRun(a.e, s, t.Slot, a.slot) {
+				c.quiet = true
+				r.log.LogAttrs(ctx, slog.LevelDebug, msgLookAfterRun,
+					slog.String("job", t.Job), slog.String("slot", t.Slot.String()))
+			}
+			c.reason = ReasonStillRunning
 		}
 	}
 	if err != nil {

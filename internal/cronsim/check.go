@@ -820,6 +820,11 @@ const msgSkipRecorded = "cron job skipped a slot; recorded in its history"
 // that its completion closed a slot as failed with attempts left (R12).
 const msgClaimWindowOver = "cron job's slot failed: its claim window ends before its retry would be due"
 
+// msgLookAfterRun is the Debug line with which a replica whose tick came
+// in mode skip, and found no run holding the job, plans a look at the slot
+// for when its own run ends (E13).
+const msgLookAfterRun = "cron job's tick found its own run's lease lost; looking at its slot once that run ends"
+
 // accounted reports whether a replica said, within [a, b], that the job's
 // tick scheduled at sched (by any release) ended as a user can see without
 // a run: its claim recorded the slot skipped (R20), or the replicas did

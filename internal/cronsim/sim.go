@@ -43,6 +43,10 @@ type History struct {
 	// Applied the scenario's events that changed something (a Replace,
 	// Remove or Add that the replica's runtime took): for the coverage.
 	Reasons, Applied []string
+	// AfterRunLooks is how many times a replica's tick in mode skip found
+	// no run holding the job and planned a look at its slot for when the
+	// replica's own run ends (a Debug line).
+	AfterRunLooks int
 	// CompletionsFirst is how many times a replica's batching client sent
 	// completions while claims or looks waited, its bound reached.
 	CompletionsFirst int
@@ -175,6 +179,7 @@ type world struct {
 	downUntil, stallUntil time.Time // of Redis, as the events made them
 	removed               [Replicas]map[string]bool
 	reasons, applied      map[string]bool
+	afterRunLooks         int          // guarded by mu
 	clients               []any        // the jobs' clients, in hooked
 	completionsFirst      atomic.Int64 // cronhook.CompletionsFirst's calls
 
@@ -628,6 +633,7 @@ func (w *world) collect() {
 	w.h.End = time.Now()
 	w.h.Reasons = slices.Sorted(maps.Keys(w.reasons))
 	w.h.Applied = slices.Sorted(maps.Keys(w.applied))
+	w.h.AfterRunLooks = w.afterRunLooks
 	w.h.CompletionsFirst = int(w.completionsFirst.Load())
 	w.qmu.Lock()
 	w.h.Starved = slices.Clone(w.starved)
@@ -755,6 +761,9 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	}
 	if r.Level >= slog.LevelWarn {
 		s.w.logs = append(s.w.logs, rec)
+	}
+	if r.Message == msgLookAfterRun {
+		s.w.afterRunLooks++
 	}
 	s.w.mu.Unlock()
 	return nil
