@@ -1,6 +1,8 @@
 package cronsim
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"maps"
@@ -8,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,14 +19,16 @@ import (
 )
 
 var (
-	seedFlag   = flag.Int64("sim.seed", -1, "replay this one seed, print its trace with -v, and shrink it if it fails")
-	fromFlag   = flag.Int64("sim.from", 0, "the first seed of the range")
-	seedsFlag  = flag.Int("sim.seeds", 0, "how many seeds to run from -sim.from (default: a handful, 100,000 with -sim.long)")
-	longFlag   = flag.Bool("sim.long", false, "the long mode: 100,000 seeds unless -sim.seeds says otherwise")
-	spanFlag   = flag.Duration("sim.span", defaultSpan, "how long each seed's simulated run lasts")
-	allFlag    = flag.Bool("sim.all", false, "go on past the first failing seed: list every failing seed, and report the first of each invariant")
-	ignoreFlag = flag.String("sim.ignore", "", "invariants not to check, comma-separated (such as I4,I8)")
-	coverFlag  = flag.Bool("sim.cover", false, "print how many seeds reached each knob, fault and protocol path (see Paths)")
+	seedFlag    = flag.Int64("sim.seed", -1, "replay this one seed, print its trace with -v, and shrink it if it fails")
+	fromFlag    = flag.Int64("sim.from", 0, "the first seed of the range")
+	seedsFlag   = flag.Int("sim.seeds", 0, "how many seeds to run from -sim.from (default: a handful, 100,000 with -sim.long)")
+	longFlag    = flag.Bool("sim.long", false, "the long mode: 100,000 seeds unless -sim.seeds says otherwise")
+	spanFlag    = flag.Duration("sim.span", defaultSpan, "how long each seed's simulated run lasts")
+	allFlag     = flag.Bool("sim.all", false, "go on past the first failing seed: list every failing seed, and report the first of each invariant")
+	ignoreFlag  = flag.String("sim.ignore", "", "invariants not to check, comma-separated (such as I4,I8)")
+	coverFlag   = flag.Bool("sim.cover", false, "print how many seeds reached each knob, fault and protocol path (see Paths)")
+	digestFlag  = flag.String("sim.digests", "", "write to this file a digest of each seed's trace (as -sim.seed -v prints it), one line a seed")
+	againstFlag = flag.String("sim.against", "", "compare each seed's trace digest with this file's, which -sim.digests wrote: a refactoring's proof that behaviour is unchanged")
 )
 
 // citedSeeds are the seeds that cron/PROTOCOL.md, RELIABILITY.md and this
@@ -80,6 +85,7 @@ type seedResult struct {
 	violations []Violation
 	runs       int
 	cover      []string
+	digest     string // of the trace, with -sim.digests or -sim.against
 }
 
 // TestSimulate runs the seeds of the range (or the one -sim.seed names),
@@ -141,6 +147,73 @@ func TestSimulate(t *testing.T) {
 		}
 	})
 	report(t, results, time.Since(began))
+	digests(t, list, results)
+}
+
+// digests writes the trace digest of each seed that ran to -sim.digests'
+// file, one "seed digest" line each, in the order of the range, and
+// compares them with -sim.against's. A seed that drew a crowd may replay
+// differently by milliseconds (see genCrowd, TestDeterministic): its
+// line says so, and a difference in it is counted, not failed.
+func digests(t *testing.T, list []int64, results []*seedResult) {
+	if *digestFlag == "" && *againstFlag == "" {
+		return
+	}
+	var b strings.Builder
+	got := make(map[int64]string)
+	crowd := make(map[int64]bool)
+	for k, o := range results {
+		if o == nil {
+			continue
+		}
+		got[list[k]] = o.digest
+		line := fmt.Sprintf("%d %s", list[k], o.digest)
+		if o.sc.Crowd > 0 {
+			crowd[list[k]] = true
+			line += " crowd"
+		}
+		b.WriteString(line + "\n")
+	}
+	if *digestFlag != "" {
+		if err := os.WriteFile(*digestFlag, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("cronsim: wrote the trace digests of %d seeds to %s", len(got), *digestFlag)
+	}
+	if *againstFlag == "" {
+		return
+	}
+	want, err := os.ReadFile(*againstFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var same, differ, crowds, missing int
+	for line := range strings.Lines(string(want)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		seed, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %q is not a seed's line", *againstFlag, line)
+		}
+		d, ok := got[seed]
+		switch {
+		case !ok:
+			missing++
+		case d == f[1]:
+			same++
+		case crowd[seed]:
+			crowds++
+		default:
+			differ++
+			t.Errorf("cronsim: seed %d's trace differs from %s's (replay it with -sim.seed=%d -v on both builds)", seed, *againstFlag, seed)
+		}
+	}
+	t.Logf("cronsim: trace digests against %s: %d the same, %d different, %d of crowds different (not failed), %d not run here", *againstFlag, same, differ, crowds, missing)
+	if same == 0 {
+		t.Errorf("cronsim: no seed of %s ran here with the same trace", *againstFlag)
+	}
 }
 
 // progressEvery is how many seeds a range of more than progressEvery runs
@@ -172,7 +245,17 @@ func failure(seed int64, v Violation) {
 func simulate(t *testing.T, k, seed int64) *seedResult {
 	sc := Generate(seed, *spanFlag)
 	h := Simulate(t, sc)
-	return &seedResult{index: int(k), sc: sc, violations: Check(sc, h, ignored()...), runs: len(h.Runs), cover: Cover(sc, h)}
+	o := &seedResult{index: int(k), sc: sc, violations: Check(sc, h, ignored()...), runs: len(h.Runs), cover: Cover(sc, h)}
+	if *digestFlag != "" || *againstFlag != "" {
+		o.digest = digest(h)
+	}
+	return o
+}
+
+// digest returns a digest of h's trace, as -sim.seed -v prints it.
+func digest(h *History) string {
+	sum := sha256.Sum256([]byte(traceAll(h)))
+	return hex.EncodeToString(sum[:12])
 }
 
 // report sums up the range, and reports its first failure (with -sim.all,
