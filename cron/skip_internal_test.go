@@ -276,7 +276,7 @@ func TestRetryPastClaimWindowClosesSlot(t *testing.T) {
 // job. Early by the replica's clock or by the server's (a clock ahead) is
 // early. A start's early tick used to refuse the slot for good, while the
 // slot's due ticks would have found the job free (simulator seed 5003251),
-// and so did a replica's tick whose clock ran ahead (internal/fault's
+// and so did a replica's tick whose clock ran ahead (proof/internal/fault's
 // TestCronReplicas).
 func TestSkipNotRecordedBeforeDue(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)

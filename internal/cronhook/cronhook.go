@@ -1,4 +1,4 @@
-// Package cronhook lets this module's simulator (internal/cronsim) shape
+// Package cronhook lets this module's simulator (proof/internal/cronsim) shape
 // and watch the cron runtime's batching client: the bound on a batch's
 // commands, each time its bound on completions queued behind claims and
 // looks lets a batch of completions go first, and its queues. Both are keyed by the

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // TestMutualExclusion runs 16 goroutines in each of 3 processes on 4 locks,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // fencedWork is work under WhileHeld that writes to the resource every

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // roles are the parts a child process can play; see fault.Main.

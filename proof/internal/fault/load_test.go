@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // conn says how a contender connects to Redis. Zero durations keep go-redis'

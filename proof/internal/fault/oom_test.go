@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // isOOM reports whether err is the server's OOM error reply. The first word

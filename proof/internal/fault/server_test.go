@@ -14,10 +14,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/wakuwaku-go/wakuwaku/cron"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // reportJob is a cron job that runs once per interval across replicas the

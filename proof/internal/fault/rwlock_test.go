@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // TestRWLockAcrossProcesses runs readers and writers, 8 goroutines in each

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // TestClusterMigration contends on a Lock and an RWLock in a three-master

@@ -142,11 +142,11 @@
 //
 // TestSimulate runs a handful of seeds by default, and:
 //
-//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=500      # seeds 0 to 499
-//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.from=500 -sim.seeds=500
-//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.long           # 100,000 seeds
-//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
-//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=500 -sim.all -sim.cover -v   # and the seeds that reached each path
+//	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seeds=500      # seeds 0 to 499
+//	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.from=500 -sim.seeds=500
+//	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.long           # 100,000 seeds
+//	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seed=17 -v     # replay one, with its trace
+//	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seeds=500 -sim.all -sim.cover -v   # and the seeds that reached each path
 //
 // Beside its range, TestSimulate runs the seeds that cron/PROTOCOL.md,
 // RELIABILITY.md and this package cite (but under -race). The summary line
@@ -170,8 +170,8 @@
 // fails each seed whose trace differs. A seed that drew a crowd is marked
 // and not failed: its replays may differ by milliseconds.
 //
-//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=20000 -sim.all -sim.digests=/tmp/before.txt
-//	go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seeds=20000 -sim.all -sim.against=/tmp/before.txt
+//	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seeds=20000 -sim.all -sim.digests=/tmp/before.txt
+//	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seeds=20000 -sim.all -sim.against=/tmp/before.txt
 //
 // The long mode's 100,000 seeds take about 4.6 hours of CPU: 0.17 s a
 // seed on one worker. Split them into ranges (-sim.from=0 -sim.seeds=5000,

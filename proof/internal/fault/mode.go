@@ -14,8 +14,8 @@ import (
 // The suite runs short by default, as CI runs it; the long mode, for the
 // published figures, is chosen by flag or environment:
 //
-//	go test -race ./internal/fault/ -fault.long -fault.report=figures.jsonl
-//	WAKUWAKU_FAULT_LONG=1 WAKUWAKU_FAULT_REPORT=figures.jsonl go test -race ./internal/fault/
+//	go test -race ./proof/internal/fault/ -fault.long -fault.report=figures.jsonl
+//	WAKUWAKU_FAULT_LONG=1 WAKUWAKU_FAULT_REPORT=figures.jsonl go test -race ./proof/internal/fault/
 var (
 	longFlag   = flag.Bool("fault.long", false, "run the fault suite's long mode, for the published figures")
 	reportFlag = flag.String("fault.report", "", "append each scenario's figures to this file, as JSON lines")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // startChildren spawns n contend children, waits until each is ready, and

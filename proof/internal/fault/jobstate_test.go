@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // The scenarios of the leased jobs' cluster-wide state (issue 11): three

@@ -10,10 +10,10 @@ import (
 
 	"github.com/wakuwaku-go/wakuwaku"
 	"github.com/wakuwaku-go/wakuwaku/cron"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 func init() { roles["cron-replica"] = cronReplicaRole }

@@ -382,7 +382,7 @@ func replay(t *testing.T, seed int64) {
 // explain shrinks a failing scenario and says how to replay it, what is
 // left of it, what happened to its job, and how the invariant broke.
 func explain(t *testing.T, sc *Scenario, v Violation) string {
-	replay := fmt.Sprintf("replay: go test -run 'TestSimulate$' ./internal/cronsim/ -sim.seed=%d", sc.Seed)
+	replay := fmt.Sprintf("replay: go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seed=%d", sc.Seed)
 	if *spanFlag != defaultSpan {
 		replay += fmt.Sprintf(" -sim.span=%v", *spanFlag)
 	}

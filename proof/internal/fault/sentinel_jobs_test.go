@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // The jobs of TestSentinelFailoverJobs, each every second: one with one

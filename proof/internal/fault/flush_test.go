@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/wakuwaku-go/wakuwaku/internal/fault"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/lock"
+	"github.com/wakuwaku-go/wakuwaku/proof/internal/fault"
 )
 
 // commandCalls returns how many times the server ran cmd, from INFO
