@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -103,7 +104,7 @@ func scriptSHAs(t *testing.T, srv *redistest.Server) (claim, complete, heartbeat
 	t.Helper()
 	rdb := srv.Client(t)
 	var shas [3]string
-	for i, src := range []string{claimSrc, completeSrc, heartbeatSrc} {
+	for i, src := range []string{record.ClaimSrc, record.CompleteSrc, record.HeartbeatSrc} {
 		sha, err := rdb.ScriptLoad(t.Context(), src).Result()
 		if err != nil {
 			t.Fatal(err)

@@ -14,31 +14,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
-
-// recordPrefix begins the key of every job record. The record of the job
-// whose lease name is n is
-//
-//	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:n}
-//
-// its hash tag being the Rust crate's lease key, so that on a Redis Cluster the
-// record and that lease share a hash slot and one script acts on both.
-const recordPrefix = "@@wakuwaku-cron:{"
-
-// runNowChannel is the Pub/Sub channel on which a run-now request is
-// announced, with the job's lease name as the message (PROTOCOL.md, R16).
-const runNowChannel = "@@wakuwaku-cron:run-now"
-
-// recordKey returns the key of the record of the job whose lease is named
-// name.
-func recordKey(name string) string { return recordPrefix + leaseKeys.Key(name) + "}" }
-
-// historyKey returns the key of the history of the job whose lease is
-// named name: a list in the record's hash slot.
-func historyKey(name string) string { return recordKey(name) + ":runs" }
 
 // The bounds of LeaseConfig.History.
 const (
@@ -190,11 +170,11 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	var base time.Duration
 	if slot := every.Plan(start, start).Slot; isShared(slot) {
 		s.shared, base = true, slot.End.Sub(slot.Start)
-		s.keys = []string{recordKey(l.Name), historyKey(l.Name)}
+		s.keys = []string{record.Key(l.Name), record.HistoryKey(l.Name)}
 	} else {
 		next, _ := every.Next(start, start)
 		s.every, base = next.Sub(start), next.Sub(start)
-		s.keys = []string{recordKey(l.Name), historyKey(l.Name), leaseKeys.Key(l.Name)}
+		s.keys = []string{record.Key(l.Name), record.HistoryKey(l.Name), record.LeaseKey(l.Name)}
 	}
 	if s.runTTL == 0 {
 		// A replica that dies mid-run holds the job this long: half an
@@ -351,7 +331,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	}
 	if !s.shared && mode != modeHello && mode != modeRequest {
 		leaseMS = max(end.Sub(now).Milliseconds(), 1)
-		token = newLeaseToken()
+		token = record.NewLeaseToken()
 		s.mu.Lock()
 		prev = s.own
 		s.mu.Unlock()
@@ -365,24 +345,23 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	sent := time.Now()
-	cmd, acks, _ := claimScript.RunWait(ctx, s.batched, s.repl, s.keys,
-		name, slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
-		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
-		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns, dueAt)
-	reply, err := cmd.Slice()
+	r, acks, err := record.Claim(ctx, s.batched, s.repl, s.keys, record.ClaimArgs{
+		Mode: name, Slot: slot, SlotAt: slotAt, Token: run.token, Replica: s.replica, RunTTL: s.runTTL.Milliseconds(),
+		Keep: s.keepFor(now, next, end), Attempts: s.attempts, LeaseTTL: leaseMS, Lease: token, Prev: prev, Next: nextMS,
+		CatchUp: s.catchUp.Milliseconds(), Every: s.every.Milliseconds(), History: s.keepRuns, DueAt: dueAt,
+	})
 	if err != nil {
 		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
 	}
 	acked = acks >= int64(s.repl.N)
-	code, n, text, id := claimReply(reply)
-	c = claimed{slot: id, quiet: mode == modeCatchUp, due: c.due}
-	if len(reply) > 4 {
+	n, text := r.N, r.Text
+	c = claimed{slot: r.Slot, quiet: mode == modeCatchUp, due: c.due}
+	if r.HasSkip {
 		// R20: a skip recorded while a request was served.
-		why, _ := reply[4].(string)
-		c.recorded = skipReason(why)
+		c.recorded = skipReason(r.Skip)
 	}
-	switch code {
-	case 1:
+	switch r.Code {
+	case record.Run:
 		c.trigger = parseTrigger(text)
 		if token != "" && n == 1 && c.trigger != TriggerRequest {
 			// The claim opened a slot, with token as its lease.
@@ -393,7 +372,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		run.deadline = sent.Add(s.runTTL)
 		c.run, c.attempt = run, int(n)
 		return c, acked, nil
-	case 2: // R1, R2
+	case record.Held: // R1, R2
 		c.wait = time.Duration(n) * time.Millisecond
 		c.reason = ReasonRunning
 		switch {
@@ -413,28 +392,26 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 			c.reason = ReasonStillRunning
 		}
 		return c, true, nil
-	case 3: // R7, D4
+	case record.Past: // R7, D4
 		c.reason = ReasonLeaseHeld
-	case 4: // R3
+	case record.Paused: // R3
 		c.reason = ReasonPaused
 		if text == "early" {
 			c.wait, c.early = time.Duration(n)*time.Millisecond, true
 		}
-	case 5: // R6
+	case record.RetryWait: // R6
 		c.reason, c.wait, c.follow = ReasonRetryWait, time.Duration(n)*time.Millisecond, true
 		c.quiet = c.quiet || mode != modeTick
-	case 6:
+	case record.Nothing:
 		c.quiet = true
-	case 7: // R8
+	case record.UsedUp: // R8
 		c.reason = ReasonAttemptsUsedUp
-	case 8: // R20: S is recorded skipped
+	case record.Skipped: // R20: S is recorded skipped
 		if n == 1 {
 			c.reason, c.recorded = skipReason(text), skipReason(text)
 		} else {
 			c.reason = ReasonSkippedElsewhere
 		}
-	default:
-		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
 	}
 	return c, true, nil
 }
@@ -491,23 +468,17 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	if !run.window.IsZero() {
 		left = strconv.FormatInt(run.window.Sub(now).Milliseconds(), 10)
 	}
-	cmd, acked, werr := completeScript.RunWait(ctx, s.completing, s.repl, s.keys[:2], run.token, outcome, text,
-		s.attempts, backoff.Milliseconds(), s.keepFor(now, next, time.Time{}), nextMS,
-		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON, left)
-	reply, rerr := cmd.Slice()
+	r, rerr := record.Complete(ctx, s.completing, s.repl, s.keys[:2], record.CompleteArgs{
+		Token: run.token, Outcome: outcome, Error: text,
+		Attempts: s.attempts, Backoff: backoff.Milliseconds(), Keep: s.keepFor(now, next, time.Time{}), Next: nextMS,
+		History: s.keepRuns, Due: scheduled.UnixMilli(), Schedule: s.schedule, ByJSON: s.byJSON, ErrJSON: errJSON, Left: left,
+	})
+	var c completed
+	if r.Held {
+		c = completed{held: true, open: r.State == "open", wanted: r.Wanted, backoff: backoff, closed: r.Closed}
+	}
 	if rerr != nil {
-		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
-	}
-	if code, _ := reply[0].(int64); code == 0 {
-		return completed{}, nil
-	} else if len(reply) < 3 {
-		return completed{}, fmt.Errorf("cron: recording a run of %q: unexpected reply %v", s.name, reply)
-	}
-	state, _ := reply[1].(string)
-	want, _ := reply[2].(int64)
-	c := completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff, closed: len(reply) > 3}
-	if err := s.replicated(acked, werr); err != nil {
-		return c, fmt.Errorf("cron: recording a run of %q: %w", s.name, err)
+		return c, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
 	}
 	return c, nil
 }
@@ -521,24 +492,6 @@ func (s *jobState) backoffAfter(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, maxBackoff*s.backoff)
-}
-
-// claimReply reads a claim's reply: its code, its integer, its text and
-// the slot's id, each zero if absent.
-func claimReply(reply []any) (code, n int64, text, slot string) {
-	if len(reply) > 0 {
-		code, _ = reply[0].(int64)
-	}
-	if len(reply) > 1 {
-		n, _ = reply[1].(int64)
-	}
-	if len(reply) > 2 {
-		text, _ = reply[2].(string)
-	}
-	if len(reply) > 3 {
-		slot, _ = reply[3].(string)
-	}
-	return code, n, text, slot
 }
 
 // runLease is the lease of a run in progress, which [lock.WhileHeld] keeps
@@ -558,16 +511,12 @@ type runLease struct {
 // Deadline stays where the last acknowledged one left it.
 func (l *runLease) Extend(ctx context.Context) (bool, error) {
 	sent := time.Now()
-	cmd, acked, werr := heartbeatScript.RunWait(ctx, l.s.c, l.s.repl, l.s.keys[:2], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
-	n, err := cmd.Int64()
+	held, err := record.Heartbeat(ctx, l.s.c, l.s.repl, l.s.keys[:2], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
 	if err != nil {
 		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
 	}
-	if n != 1 {
+	if !held {
 		return false, nil
-	}
-	if err := l.s.replicated(acked, werr); err != nil {
-		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
 	}
 	l.mu.Lock()
 	if d := sent.Add(l.s.runTTL); d.After(l.deadline) {
@@ -585,32 +534,6 @@ func (l *runLease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
-}
-
-// replicated returns nil if acked replicas are as many as the DB asks to
-// acknowledge a write, else an error wrapping lock.ErrNotReplicated, with
-// werr, the WAIT's own error, if any.
-func (s *jobState) replicated(acked int64, werr error) error {
-	return replicated(s.repl, acked, werr)
-}
-
-// replicated is jobState.replicated for a DB that asks for repl.
-func replicated(repl redisscript.Replication, acked int64, werr error) error {
-	switch {
-	case werr != nil:
-		return fmt.Errorf("%w: WAIT: %w", lock.ErrNotReplicated, werr)
-	case acked < int64(repl.N):
-		return fmt.Errorf("%w: %d of %d replicas within %d ms", lock.ErrNotReplicated, acked, repl.N, repl.WaitMs)
-	}
-	return nil
-}
-
-// newLeaseToken returns a token for the Rust crate's lease key: 16 random bytes,
-// as package lock's tokens are.
-func newLeaseToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return string(b[:])
 }
 
 // jsonString returns s as a JSON string, quoted, for a script to put in a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -261,7 +262,7 @@ func TestRetryPastClaimWindowClosesSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := parts(rec, 6); p[2] != "failed" {
+	if record.ParseSlot(rec).State != "failed" {
 		t.Errorf("the record's slot = %q; want it failed", rec)
 	}
 	if h := historyOf(t, rdb, r0); len(h) != 1 || h[0].Outcome != "error" || h[0].Error != "failed" || h[0].Reason != "claim window over" {
