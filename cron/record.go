@@ -118,7 +118,7 @@ type jobState struct {
 	group atomic.Pointer[replicaGroup]
 
 	// batched and completing are c, or, for a DB that waits for no
-	// replicas, the runtime's batchClient of c, which sends the claims,
+	// replicas, the runtime's record.Batcher of c, which sends the claims,
 	// completions and looks that come together in one pipeline, the
 	// completions (completing) after the others, behind a few at most.
 	batched, completing redisscript.Client

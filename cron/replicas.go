@@ -258,60 +258,12 @@ func beatOnce(ctx context.Context, c redisscript.Client, key, replica string, no
 	}
 	live := redis.NewStringSliceCmd(ctx, "zrange", key, ms, "+inf", "byscore")
 	cmds = append(cmds, live)
-	if err := pipelined(ctx, c, cmds); err != nil {
+	if err := record.Pipelined(ctx, c, cmds); err != nil {
 		return nil, err
 	}
 	out := live.Val()
 	slices.Sort(out)
 	return out, nil
-}
-
-// pipelined sends cmds in one round trip if c pipelines (every go-redis
-// client does), else one by one, and returns the first error. Each command
-// holds its own reply or error either way: the batches' callers read
-// theirs, and a script's caller whose EVALSHA answered NOSCRIPT sends its
-// source, whatever the commands beside it answered.
-func pipelined(ctx context.Context, c redisscript.Client, cmds []redis.Cmder) error {
-	if p, ok := c.(interface {
-		Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
-	}); ok {
-		_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for _, cmd := range cmds {
-				_ = pipe.Process(ctx, cmd)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, cmd := range cmds {
-			if err := cmd.Err(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// One by one, every one of them, though one fails: a client without
-	// Pipelined (a user's wrapper that has only Process) is no reason for
-	// the commands after a NOSCRIPT to go unsent.
-	var first error
-	for _, cmd := range cmds {
-		if err := processOne(ctx, c, cmd); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// processOne sends cmd through c and returns its error, which cmd holds
-// too: a wrapper's Process may return an error it did not set on the
-// command, and a batch's caller reads only the command.
-func processOne(ctx context.Context, c redisscript.Client, cmd redis.Cmder) error {
-	err := redisscript.Process(ctx, c, cmd)
-	if err != nil && cmd.Err() == nil {
-		cmd.SetErr(err)
-	}
-	return err
 }
 
 // farewell takes this replica out of its registries at Shutdown, bounded
