@@ -13,22 +13,22 @@ import (
 // if s's DB waits for no replicas and its client can key a map; else the
 // client itself.
 func (r *Runtime) batchFor(s *jobState) (redisscript.Client, redisscript.Client) {
-	if s.repl.N > 0 || !reflect.ValueOf(s.c).Comparable() {
-		return s.c, s.c
+	if s.Repl.N > 0 || !reflect.ValueOf(s.C).Comparable() {
+		return s.C, s.C
 	}
 	r.batchMu.Lock()
 	defer r.batchMu.Unlock()
-	b := r.batches[s.c]
+	b := r.batches[s.C]
 	if b == nil {
 		if r.batches == nil {
 			r.batches = make(map[any]*record.Batcher)
 		}
 		size := 0
 		if cronhook.BatchSize != nil {
-			size = cronhook.BatchSize(s.c)
+			size = cronhook.BatchSize(s.C)
 		}
-		b = record.NewBatcher(s.c, size)
-		r.batches[s.c] = b
+		b = record.NewBatcher(s.C, size)
+		r.batches[s.C] = b
 	}
 	return b, b.Later()
 }

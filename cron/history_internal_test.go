@@ -87,7 +87,7 @@ func TestHistory(t *testing.T) {
 	if want := `cron "* * * * * *"`; st.Schedule != want {
 		t.Errorf("Schedule = %q, want %q", st.Schedule, want)
 	}
-	rt, lt := rdb.PTTL(ctx, s.keys[0]).Val(), rdb.PTTL(ctx, record.HistoryKey("hist")).Val()
+	rt, lt := rdb.PTTL(ctx, s.Keys[0]).Val(), rdb.PTTL(ctx, record.HistoryKey("hist")).Val()
 	if lt <= 0 || lt > rt {
 		t.Errorf("the history's TTL is %v, the record's %v: want it to expire, no later than the record", lt, rt)
 	}
@@ -242,7 +242,7 @@ func TestLostRunEndsWhenLastAlive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			claim := func(i int) *runLease {
+			claim := func(i int) *record.RunLease {
 				t.Helper()
 				slot := every.Plan(base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second)).Slot
 				tick := Tick{Slot: slot, Scheduled: slot.Start}

@@ -222,7 +222,7 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 			if err != nil || !done.held {
 				t.Errorf("completion sent again = %+v, %v; want its run held", done, err)
 			}
-			if n := rdb.LLen(ctx, s.keys[1]).Val(); n != 1 {
+			if n := rdb.LLen(ctx, s.Keys[1]).Val(); n != 1 {
 				t.Errorf("history of %d runs, want 1", n)
 			}
 		}},

@@ -71,25 +71,15 @@ var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "he
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.
+// Its record.Job sends them; jobState decides when, and reads their
+// answers for the runtime.
 type jobState struct {
-	c        redisscript.Client
-	repl     redisscript.Replication // the replicas that acknowledge a claim, completion or heartbeat (lock.WithReplicas)
-	name     string                  // the lease's name
-	keys     []string                // the record and its history (keys[:2]), then, for a duration policy, the Rust crate's lease
-	byJSON   string                  // the replica's name as a JSON string, for the history's entries
-	keepRuns int                     // how many runs the history keeps
-	schedule string                  // the job's interval, as the record states it
-	shared   bool                    // a Cron policy: slots that every replica names alike
-	ttl      time.Duration
-	runTTL   time.Duration
-	keep     time.Duration // how long the record lives after its next use (see keepFor)
-	attempts int
-	backoff  time.Duration
-	catchUp  time.Duration
-	every    time.Duration // a duration policy's interval
-	base     time.Duration // the interval's length (its current slot's, for a Cron spec)
-	replica  string
-	now      func() time.Time
+	*record.Job
+	shared  bool // a Cron policy: slots that every replica names alike
+	ttl     time.Duration
+	backoff time.Duration
+	base    time.Duration // the interval's length (its current slot's, for a Cron spec)
+	now     func() time.Time
 
 	// due returns when the job's tick of the Cron slot that starts at
 	// start is due: start, or later with a spread; nil for start.
@@ -116,12 +106,6 @@ type jobState struct {
 	// group is the registry of the replicas that run the job with this
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]
-
-	// batched and completing are c, or, for a DB that waits for no
-	// replicas, the runtime's record.Batcher of c, which sends the claims,
-	// completions and looks that come together in one pipeline, the
-	// completions (completing) after the others, behind a few at most.
-	batched, completing redisscript.Client
 
 	// helloing is set while an announcement of the job waits to be sent
 	// again after Redis did not answer (see helloAfterError).
@@ -153,13 +137,16 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 		}
 	}
 	s := &jobState{
-		c: c, batched: c, completing: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
-		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
-		keepRuns: l.History, schedule: every.String(),
+		Job: &record.Job{
+			C: c, Batched: c, Completing: c, Repl: repl, Name: l.Name, Replica: replica,
+			RunTTL: l.RunTTL, Attempts: max(l.Attempts, 1), CatchUp: l.CatchUp,
+			History: l.History, Schedule: every.String(),
+		},
+		ttl: l.TTL, now: now, backoff: l.Backoff,
 	}
-	s.byJSON = jsonString(replica)
-	if s.keepRuns == 0 {
-		s.keepRuns = defaultHistory
+	s.ByJSON = jsonString(replica)
+	if s.History == 0 {
+		s.History = defaultHistory
 	}
 	if s.backoff == 0 {
 		s.backoff = defaultBackoff
@@ -170,21 +157,21 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	var base time.Duration
 	if slot := every.Plan(start, start).Slot; isShared(slot) {
 		s.shared, base = true, slot.End.Sub(slot.Start)
-		s.keys = []string{record.Key(l.Name), record.HistoryKey(l.Name)}
+		s.Keys = []string{record.Key(l.Name), record.HistoryKey(l.Name)}
 	} else {
 		next, _ := every.Next(start, start)
-		s.every, base = next.Sub(start), next.Sub(start)
-		s.keys = []string{record.Key(l.Name), record.HistoryKey(l.Name), record.LeaseKey(l.Name)}
+		s.Every, base = next.Sub(start), next.Sub(start)
+		s.Keys = []string{record.Key(l.Name), record.HistoryKey(l.Name), record.LeaseKey(l.Name)}
 	}
-	if s.runTTL == 0 {
+	if s.RunTTL == 0 {
 		// A replica that dies mid-run holds the job this long: half an
 		// interval at most, so that a short job loses one slot to it.
-		s.runTTL = min(defaultRunTTL, max(base/2, 10*time.Millisecond))
+		s.RunTTL = min(defaultRunTTL, max(base/2, 10*time.Millisecond))
 	}
-	s.runTTL = max(s.runTTL, 3*time.Millisecond)
+	s.RunTTL = max(s.RunTTL, 3*time.Millisecond)
 	// C2's margin, after the next tick and the slot's claim window: a
 	// few intervals, the run lease and the catch-up window.
-	s.keep = max(3*base+s.runTTL+s.catchUp, time.Minute)
+	s.Keep = max(3*base+s.RunTTL+s.CatchUp, time.Minute)
 	s.base = base
 	return s, nil
 }
@@ -198,11 +185,11 @@ func isShared(slot interval.Slot) bool {
 
 // claimed is a claim's answer.
 type claimed struct {
-	run     *runLease     // the run lease, if the run goes ahead
-	reason  string        // why not, if it doesn't ("" with quiet)
-	wait    time.Duration // until another run's lease or a back-off ends, if known
-	quiet   bool          // nothing to report (PROTOCOL.md's "nothing")
-	follow  bool          // worth another look at the slot when wait has passed (E3)
+	run     *record.RunLease // the run lease, if the run goes ahead
+	reason  string           // why not, if it doesn't ("" with quiet)
+	wait    time.Duration    // until another run's lease or a back-off ends, if known
+	quiet   bool             // nothing to report (PROTOCOL.md's "nothing")
+	follow  bool             // worth another look at the slot when wait has passed (E3)
 	attempt int
 	trigger Trigger
 	slot    string // the slot's id in the record, if known
@@ -219,21 +206,6 @@ type claimed struct {
 	early bool
 }
 
-// keepFor returns how long the record must live at least after a script
-// that names a tick due at next (zero if unknown) and, for a claim, a
-// slot whose claim window ends at end (zero if none): C2's margin after
-// the later of the two.
-func (s *jobState) keepFor(now, next, end time.Time) int64 {
-	d := time.Duration(0)
-	if !next.IsZero() {
-		d = max(d, next.Sub(now))
-	}
-	if !end.IsZero() {
-		d = max(d, end.Sub(now))
-	}
-	return (d + s.keep).Milliseconds()
-}
-
 // claim asks the record whether this replica runs t now, for the event
 // mode; slot is the record's id of t's slot for modeRetry and modeFollow
 // (a duration policy's slot has no other name).
@@ -246,55 +218,22 @@ func (s *jobState) keepFor(now, next, end time.Time) int64 {
 // nothing is acknowledged within half the run lease, the run does not
 // start: the answer is ReasonNotReplicated, and the run lease lapses.
 func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time.Time, slot string) (claimed, error) {
-	until := time.Now().Add(s.runTTL / 2)
+	until := time.Now().Add(s.RunTTL / 2)
 	for {
 		c, acked, err := s.claimOnce(ctx, mode, t, next, slot)
 		if err != nil || c.run == nil || acked {
 			return c, err
 		}
-		switch s.confirm(ctx, c.run, until) {
-		case confirmed:
+		switch c.run.Confirm(ctx, until) {
+		case record.Confirmed:
 			return c, nil
-		case confirmLost:
+		case record.ConfirmLost:
 			if time.Now().Before(until) {
 				continue
 			}
 		}
 		return claimed{reason: ReasonNotReplicated, slot: c.slot}, nil
 	}
-}
-
-// The outcomes of confirm.
-const (
-	confirmed   = iota // the replicas acknowledged the claim
-	confirmLost        // the run lease is gone from Redis: claim again
-	confirmTimeout
-)
-
-// confirm sends E7 with its WAIT, first after 50 ms, then twice as long
-// after each, at most a second apart, until the replicas acknowledge it
-// (the claim's write is older, so they have it too), the run lease is
-// gone, until passes or ctx ends.
-func (s *jobState) confirm(ctx context.Context, run *runLease, until time.Time) int {
-	wait := 50 * time.Millisecond
-	for time.Now().Add(wait).Before(until) {
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return confirmTimeout
-		}
-		held, err := run.Extend(ctx)
-		switch {
-		case err == nil && held:
-			return confirmed
-		case err == nil:
-			return confirmLost
-		}
-		wait = min(2*wait, time.Second)
-	}
-	return confirmTimeout
 }
 
 // claimOnce sends one claim; acked reports that the replicas acknowledged
@@ -339,21 +278,20 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	if mode == modeHello || mode == modeRequest {
 		end = time.Time{}
 	}
-	run := &runLease{s: s, token: randomHex(16), window: end}
+	runToken := randomHex(16)
 	nextMS := ""
 	if !next.IsZero() {
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	sent := time.Now()
-	r, acks, err := record.Claim(ctx, s.batched, s.repl, s.keys, record.ClaimArgs{
-		Mode: name, Slot: slot, SlotAt: slotAt, Token: run.token, Replica: s.replica, RunTTL: s.runTTL.Milliseconds(),
-		Keep: s.keepFor(now, next, end), Attempts: s.attempts, LeaseTTL: leaseMS, Lease: token, Prev: prev, Next: nextMS,
-		CatchUp: s.catchUp.Milliseconds(), Every: s.every.Milliseconds(), History: s.keepRuns, DueAt: dueAt,
+	r, acks, err := s.Claim(ctx, record.ClaimArgs{
+		Mode: name, Slot: slot, SlotAt: slotAt, Token: runToken, Keep: s.KeepFor(now, next, end),
+		LeaseTTL: leaseMS, Lease: token, Prev: prev, Next: nextMS, DueAt: dueAt,
 	})
 	if err != nil {
-		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
+		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.Name, err)
 	}
-	acked = acks >= int64(s.repl.N)
+	acked = acks >= int64(s.Repl.N)
 	n, text := r.N, r.Text
 	c = claimed{slot: r.Slot, quiet: mode == modeCatchUp, due: c.due}
 	if r.HasSkip {
@@ -369,8 +307,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 			s.own = token
 			s.mu.Unlock()
 		}
-		run.deadline = sent.Add(s.runTTL)
-		c.run, c.attempt = run, int(n)
+		c.run, c.attempt = s.NewRun(runToken, end, sent.Add(s.RunTTL)), int(n)
 		return c, acked, nil
 	case record.Held: // R1, R2
 		c.wait = time.Duration(n) * time.Millisecond
@@ -384,7 +321,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		case mode != modeTick:
 			c.follow = true
 		case text == "same":
-			c.follow = s.attempts > 1
+			c.follow = s.Attempts > 1
 		default:
 			// R2: a run of an earlier slot (or a requested run) holds
 			// the job through this tick, and no replica will run the
@@ -442,7 +379,7 @@ type completed struct {
 // for replicas, a completion they did not acknowledge returns its answer
 // and an error wrapping lock.ErrNotReplicated: the caller sends it again
 // (R18).
-func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, scheduled time.Time, err error, next time.Time) (completed, error) {
+func (s *jobState) complete(ctx context.Context, run *record.RunLease, attempt int, scheduled time.Time, err error, next time.Time) (completed, error) {
 	outcome, text := outcome(err), ""
 	var p *PanicError
 	switch {
@@ -465,20 +402,19 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	}
 	now := s.now()
 	left := ""
-	if !run.window.IsZero() {
-		left = strconv.FormatInt(run.window.Sub(now).Milliseconds(), 10)
+	if !run.Window.IsZero() {
+		left = strconv.FormatInt(run.Window.Sub(now).Milliseconds(), 10)
 	}
-	r, rerr := record.Complete(ctx, s.completing, s.repl, s.keys[:2], record.CompleteArgs{
-		Token: run.token, Outcome: outcome, Error: text,
-		Attempts: s.attempts, Backoff: backoff.Milliseconds(), Keep: s.keepFor(now, next, time.Time{}), Next: nextMS,
-		History: s.keepRuns, Due: scheduled.UnixMilli(), Schedule: s.schedule, ByJSON: s.byJSON, ErrJSON: errJSON, Left: left,
+	r, rerr := s.Complete(ctx, record.CompleteArgs{
+		Token: run.Token, Outcome: outcome, Error: text, Backoff: backoff.Milliseconds(),
+		Keep: s.KeepFor(now, next, time.Time{}), Next: nextMS, Due: scheduled.UnixMilli(), ErrJSON: errJSON, Left: left,
 	})
 	var c completed
 	if r.Held {
 		c = completed{held: true, open: r.State == "open", wanted: r.Wanted, backoff: backoff, closed: r.Closed}
 	}
 	if rerr != nil {
-		return c, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
+		return c, fmt.Errorf("cron: recording a run of %q: %w", s.Name, rerr)
 	}
 	return c, nil
 }
@@ -492,48 +428,6 @@ func (s *jobState) backoffAfter(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, maxBackoff*s.backoff)
-}
-
-// runLease is the lease of a run in progress, which [lock.WhileHeld] keeps
-// by heartbeat: it implements lock.Lease.
-type runLease struct {
-	s      *jobState
-	token  string
-	window time.Time // when its slot's claim window ends; zero for a requested run
-
-	mu       sync.Mutex
-	deadline time.Time
-}
-
-// Extend is E7: it restarts the run lease for another run TTL (R11).
-// With a DB that waits for replicas, an extension they did not
-// acknowledge fails with an error wrapping lock.ErrNotReplicated, and
-// Deadline stays where the last acknowledged one left it.
-func (l *runLease) Extend(ctx context.Context) (bool, error) {
-	sent := time.Now()
-	held, err := record.Heartbeat(ctx, l.s.c, l.s.repl, l.s.keys[:2], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
-	if err != nil {
-		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
-	}
-	if !held {
-		return false, nil
-	}
-	l.mu.Lock()
-	if d := sent.Add(l.s.runTTL); d.After(l.deadline) {
-		l.deadline = d
-	}
-	l.mu.Unlock()
-	return true, nil
-}
-
-// TTL is the run lease's length.
-func (l *runLease) TTL() time.Duration { return l.s.runTTL }
-
-// Deadline is when the run lease surely ends unless extended.
-func (l *runLease) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.deadline
 }
 
 // jsonString returns s as a JSON string, quoted, for a script to put in a

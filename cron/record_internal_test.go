@@ -53,7 +53,7 @@ func TestOwnLeaseAfterRetry(t *testing.T) {
 	}
 	// The slot's lease outlives it, as when Redis answered the first claim
 	// late: the replica's next tick finds its own lease.
-	if err := rdb.PExpire(ctx, s.keys[2], time.Hour).Err(); err != nil {
+	if err := rdb.PExpire(ctx, s.Keys[2], time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if next := claim(); next.run == nil || next.attempt != 1 {
@@ -172,14 +172,14 @@ func TestClaimOverEarlierLayout(t *testing.T) {
 	earlier := []any{"slot", key, "slot.at", slot.Start.UnixMilli(), "slot.state", "done", "slot.tries", 1,
 		"seen", now.UnixMilli(), "seen.by", "r9", "last.slot", key, "last.start", 1, "last.end", 2,
 		"last.outcome", "ok", "hist.last", "x", "last.run", "y", "born", 1}
-	if err := rdb.HSet(ctx, s.keys[0], earlier...).Err(); err != nil {
+	if err := rdb.HSet(ctx, s.Keys[0], earlier...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	c, err := s.claim(ctx, modeTick, &Tick{Slot: slot}, time.Time{}, "")
 	if err != nil || c.run == nil {
 		t.Fatalf("claim over the earlier layout = %+v, %v; want a run", c, err)
 	}
-	fields, err := rdb.HKeys(ctx, s.keys[0]).Result()
+	fields, err := rdb.HKeys(ctx, s.Keys[0]).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -154,12 +154,12 @@ func (r *Runtime) groups() []*groupClient {
 	for name, e := range r.leased {
 		s := e.admit.state
 		var key any = s
-		if reflect.ValueOf(s.c).Comparable() {
-			key = s.c
+		if reflect.ValueOf(s.C).Comparable() {
+			key = s.C
 		}
 		g := byClient[key]
 		if g == nil {
-			g = &groupClient{c: s.c}
+			g = &groupClient{c: s.C}
 			byClient[key] = g
 			out = append(out, g)
 		}
@@ -318,9 +318,9 @@ func (r *Runtime) lookFirst(ctx context.Context, a *runArgs, s *jobState) (c cla
 // tick (with a pause, R3 records the slot skipped if the owner did not).
 func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, err error) {
 	slot, _ := t.Slot.Key()
-	v, err := record.Look(ctx, s.batched, s.keys[0], s.attempts > 1)
+	v, err := s.Look(ctx)
 	if err != nil {
-		return claimed{}, false, fmt.Errorf("cron: looking at the record of %q: %w", s.name, err)
+		return claimed{}, false, fmt.Errorf("cron: looking at the record of %q: %w", s.Name, err)
 	}
 	// The run's parts read here are the same in the previous release's
 	// layout, without beat.
@@ -336,7 +336,7 @@ func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, er
 		// L1, L2: the owner did not claim it, nor record it skipped
 		// (with a pause): take over (E1).
 		return c, true, nil
-	case s.attempts == 1:
+	case s.Attempts == 1:
 		c.reason = ReasonLeaseHeld // R7, or R1 with one attempt
 	case run.Slot == slot:
 		// R1: its run goes on; with attempts left, look again when its

@@ -120,9 +120,9 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 // that the replicas that run the job send E5 now rather than at their next
 // claim. If it fails, the request waits in the record for that claim.
 func (r *Runtime) passRequest(ctx context.Context, a *runArgs, s *jobState) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
 	defer cancel()
-	if err := announce(pctx, s.c, s.name); err != nil {
+	if err := announce(pctx, s.C, s.Name); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}

@@ -400,7 +400,7 @@ func (r *Runtime) newEntry(e *entry, who func() string, j Job) (interval.Interva
 			return every, err
 		}
 		state.due = func(start time.Time) time.Time { return every.Due(name, start) }
-		state.batched, state.completing = r.batchFor(state)
+		state.Batched, state.Completing = r.batchFor(state)
 		if e.admit == nil {
 			e.admit = new(admission)
 		}

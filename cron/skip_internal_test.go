@@ -56,7 +56,7 @@ func claimOf(t *testing.T, s *jobState, mode claimMode, slot interval.Slot) clai
 // historyOf returns the job's history, newest first.
 func historyOf(t *testing.T, rdb *redis.Client, s *jobState) []historyEntry {
 	t.Helper()
-	raw, err := rdb.LRange(context.Background(), s.keys[1], 0, -1).Result()
+	raw, err := rdb.LRange(context.Background(), s.Keys[1], 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestSkipStillRunningStaysSkipped(t *testing.T) {
 	// A requested run, which begins after S1's tick was due (as a test
 	// can't wait an hour, S1's ticks are due a minute ago: the record's
 	// last run then began after that).
-	if err := rdb.HSet(ctx, r0.keys[0], "want", "1|op").Err(); err != nil {
+	if err := rdb.HSet(ctx, r0.Keys[0], "want", "1|op").Err(); err != nil {
 		t.Fatal(err)
 	}
 	req := claimOf(t, r0, modeRequest, interval.Slot{})
@@ -212,7 +212,7 @@ func TestSkipPausedDurationOncePerInterval(t *testing.T) {
 	slot := every.Plan(now, now).Slot
 	for _, s := range []*jobState{r0, r1, r0} {
 		if c := claimOf(t, s, modeTick, slot); c.run != nil || c.reason == "" {
-			t.Errorf("a paused tick on %s = %+v; want it skipped", s.replica, c)
+			t.Errorf("a paused tick on %s = %+v; want it skipped", s.Replica, c)
 		}
 	}
 	var skips []historyEntry
@@ -226,7 +226,7 @@ func TestSkipPausedDurationOncePerInterval(t *testing.T) {
 	}
 	// A tick that finds the interval's skip recorded still serves a
 	// request that waits, as a paused tick does (R3, R9).
-	if err := rdb.HSet(ctx, r1.keys[0], "want", "1|op").Err(); err != nil {
+	if err := rdb.HSet(ctx, r1.Keys[0], "want", "1|op").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if c := claimOf(t, r1, modeTick, slot); c.run == nil || c.trigger != TriggerRequest {
@@ -258,7 +258,7 @@ func TestRetryPastClaimWindowClosesSlot(t *testing.T) {
 	if done.open {
 		t.Errorf("the completion left %v open for a retry 5 s later, after its claim window ends in 2 s", s0.Start)
 	}
-	rec, err := rdb.HGet(ctx, r0.keys[0], "slot").Result()
+	rec, err := rdb.HGet(ctx, r0.Keys[0], "slot").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
