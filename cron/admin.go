@@ -268,33 +268,14 @@ func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	return st, nil
 }
 
-// historyEntry is one run of a history as the completion script writes
-// it (PROTOCOL.md, the record): times in ms of the server's clock, but
-// due, the replica's.
-type historyEntry struct {
-	Slot    string `json:"slot"`
-	By      string `json:"by"`
-	Why     string `json:"why"`
-	Try     string `json:"try"`
-	Due     string `json:"due"`
-	Start   string `json:"start"`
-	End     string `json:"end"`
-	Outcome string `json:"outcome"`
-	Error   string `json:"error"`
-	Reason  string `json:"reason"`
-}
-
 // parseHistory reads a history's entries, newest first, skipping any it
 // can't read. last, the record's last run, leads it if it was lost and the
 // history doesn't have it: a claim adds each run it records lost to
 // both, but an earlier version's claims left it to the next completion.
 func parseHistory(runs []string, last *RunRecord) []RunRecord {
+	entries := record.ParseHistory(runs)
 	out := make([]RunRecord, 0, len(runs)+1)
-	for _, s := range runs {
-		var e historyEntry
-		if err := json.Unmarshal([]byte(s), &e); err != nil {
-			continue
-		}
+	for _, e := range entries {
 		r := RunRecord{
 			Slot:      slotName(e.Slot),
 			Replica:   e.By,

@@ -259,7 +259,7 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 }
 
 // TestRecordClaimsSentAgainInBatch starts many leased jobs at once, whose
-// claims share pipelines (batch.go), and loses the replies to the first
+// claims share pipelines (record.Batcher), and loses the replies to the first
 // pipeline of several claims after Redis executed them: go-redis sends the
 // whole pipeline again, and every job still runs its startup run.
 func TestRecordClaimsSentAgainInBatch(t *testing.T) {

@@ -54,15 +54,15 @@ func claimOf(t *testing.T, s *jobState, mode claimMode, slot interval.Slot) clai
 }
 
 // historyOf returns the job's history, newest first.
-func historyOf(t *testing.T, rdb *redis.Client, s *jobState) []historyEntry {
+func historyOf(t *testing.T, rdb *redis.Client, s *jobState) []record.Entry {
 	t.Helper()
 	raw, err := rdb.LRange(context.Background(), s.Keys[1], 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []historyEntry
+	var out []record.Entry
 	for _, r := range raw {
-		var e historyEntry
+		var e record.Entry
 		if err := json.Unmarshal([]byte(r), &e); err != nil {
 			t.Fatalf("history entry %s: %v", r, err)
 		}
@@ -73,8 +73,8 @@ func historyOf(t *testing.T, rdb *redis.Client, s *jobState) []historyEntry {
 
 // skipsOf returns the history's entries of slot id that say it was
 // skipped.
-func skipsOf(h []historyEntry, id string) []historyEntry {
-	var out []historyEntry
+func skipsOf(h []record.Entry, id string) []record.Entry {
+	var out []record.Entry
 	for _, e := range h {
 		if e.Outcome == "skipped" && e.Slot == id {
 			out = append(out, e)
@@ -215,7 +215,7 @@ func TestSkipPausedDurationOncePerInterval(t *testing.T) {
 			t.Errorf("a paused tick on %s = %+v; want it skipped", s.Replica, c)
 		}
 	}
-	var skips []historyEntry
+	var skips []record.Entry
 	for _, e := range historyOf(t, rdb, r0) {
 		if e.Outcome == "skipped" {
 			skips = append(skips, e)
