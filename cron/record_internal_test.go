@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -58,6 +59,18 @@ func TestOwnLeaseAfterRetry(t *testing.T) {
 	}
 	if next := claim(); next.run == nil || next.attempt != 1 {
 		t.Errorf("the next tick's claim = %+v, want a run of a new slot", next)
+	}
+}
+
+// TestRecordNamespace: the record package names the records after the
+// leases of LeaseNamespace, which it can't import.
+func TestRecordNamespace(t *testing.T) {
+	if record.Namespace != LeaseNamespace {
+		t.Errorf("record.Namespace = %q, want LeaseNamespace %q", record.Namespace, LeaseNamespace)
+	}
+	name := "job"
+	if got, want := record.LeaseKey(name), lock.New[string](LeaseNamespace, time.Second).Key(name); got != want {
+		t.Errorf("record.LeaseKey(%q) = %q, want %q", name, got, want)
 	}
 }
 
