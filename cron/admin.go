@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
@@ -86,17 +87,15 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 		return err
 	}
 	repl := redisscript.ReplicationOf(a.db)
-	cmd, acked, werr := controlScript.RunWait(ctx, c, repl, []string{recordKey(job)}, op, a.by)
-	n, err := cmd.Int64()
+	found, short, err := record.Control(ctx, c, repl, job, op, a.by)
 	switch {
 	case err != nil:
 		return fmt.Errorf("cron: %s %q: %w", op, job, err)
-	case n < 0:
+	case !found:
 		return fmt.Errorf("%w %q: no record of the job: no replica runs it", ErrUnknownJob, job)
 	}
 	// R15, R16 with a DB that waits for replicas: the master has the
 	// command; a failover before a replica has it too would undo it.
-	short := replicated(repl, acked, werr)
 	if short != nil {
 		short = fmt.Errorf("cron: %s %q: recorded, but %w", op, job, short)
 	}
@@ -247,8 +246,8 @@ func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	// Two reads, pipelined where the client can: not a script, which
 	// Redis lets only a user with write access to its keys run, so that
 	// a read-only ACL user can read the status.
-	rec := redis.NewMapStringStringCmd(ctx, "hgetall", recordKey(job))
-	hist := redis.NewStringSliceCmd(ctx, "lrange", historyKey(job), 0, -1)
+	rec := redis.NewMapStringStringCmd(ctx, "hgetall", record.Key(job))
+	hist := redis.NewStringSliceCmd(ctx, "lrange", record.HistoryKey(job), 0, -1)
 	if p, ok := c.(interface{ Pipeline() redis.Pipeliner }); ok {
 		pipe := p.Pipeline()
 		pipe.Process(ctx, rec)
@@ -269,33 +268,14 @@ func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	return st, nil
 }
 
-// historyEntry is one run of a history as the completion script writes
-// it (PROTOCOL.md, the record): times in ms of the server's clock, but
-// due, the replica's.
-type historyEntry struct {
-	Slot    string `json:"slot"`
-	By      string `json:"by"`
-	Why     string `json:"why"`
-	Try     string `json:"try"`
-	Due     string `json:"due"`
-	Start   string `json:"start"`
-	End     string `json:"end"`
-	Outcome string `json:"outcome"`
-	Error   string `json:"error"`
-	Reason  string `json:"reason"`
-}
-
 // parseHistory reads a history's entries, newest first, skipping any it
 // can't read. last, the record's last run, leads it if it was lost and the
 // history doesn't have it: a claim adds each run it records lost to
 // both, but an earlier version's claims left it to the next completion.
 func parseHistory(runs []string, last *RunRecord) []RunRecord {
+	entries := record.ParseHistory(runs)
 	out := make([]RunRecord, 0, len(runs)+1)
-	for _, s := range runs {
-		var e historyEntry
-		if err := json.Unmarshal([]byte(s), &e); err != nil {
-			continue
-		}
+	for _, e := range entries {
 		r := RunRecord{
 			Slot:      slotName(e.Slot),
 			Replica:   e.By,
@@ -330,13 +310,13 @@ func (a Admin) Jobs(ctx context.Context) ([]JobStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, err := scanKeys(ctx, c, recordPrefix+"*")
+	keys, err := scanKeys(ctx, c, record.Prefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("cron: listing the job records: %w", err)
 	}
 	var names []string
 	for _, k := range keys {
-		if name, ok := nameOfRecord(k); ok {
+		if name, ok := record.NameOf(k); ok {
 			names = append(names, name)
 		}
 	}
@@ -356,72 +336,47 @@ func (a Admin) Jobs(ctx context.Context) ([]JobStatus, error) {
 	return out, nil
 }
 
-// nameOfRecord returns the job name in a record's key.
-func nameOfRecord(key string) (string, bool) {
-	inner, ok := strings.CutPrefix(key, recordPrefix)
-	if !ok {
-		return "", false
-	}
-	inner, ok = strings.CutSuffix(inner, "}")
-	if !ok {
-		return "", false
-	}
-	prefix := leaseKeys.Key("")
-	return strings.CutPrefix(inner, prefix)
-}
-
 // parseStatus reads a record's fields, some of which pack several parts
-// (PROTOCOL.md, the record).
-func parseStatus(job string, f map[string]string) JobStatus {
-	slot := parts(f["slot"], 6)     // id|at|state|tries|retry|lease
-	paused := parts(f["paused"], 2) // ms|by
-	seen := parts(f["seen"], 2)     // ms|by
-	want := parts(f["want"], 2)     // ms|by
+// (PROTOCOL.md, the record; package record reads them).
+func parseStatus(job string, hash map[string]string) JobStatus {
+	f := record.Parse(hash)
 	st := JobStatus{
 		Job:       job,
-		Slot:      slotName(slot[0]),
-		SlotState: slot[2],
-		Paused:    paused[0] != "",
-		PausedAt:  msTime(paused[0]),
-		PausedBy:  paused[1],
-		NextDue:   msTime(f["next"]),
-		SeenAt:    msTime(seen[0]),
-		SeenBy:    seen[1],
+		Slot:      slotName(f.Slot.ID),
+		SlotState: f.Slot.State,
+		Paused:    f.Paused.MS != "",
+		PausedAt:  msTime(f.Paused.MS),
+		PausedBy:  f.Paused.By,
+		NextDue:   msTime(f.Next),
+		SeenAt:    msTime(f.Seen.MS),
+		SeenBy:    f.Seen.By,
 
-		LastSuccess: msTime(f["good"]),
-		Schedule:    f["every"],
+		LastSuccess: msTime(f.Good),
+		Schedule:    f.Every,
 	}
-	st.Attempts, _ = strconv.Atoi(slot[3])
-	st.RunRequested = want[0] != ""
-	st.RequestedAt = msTime(want[0])
-	// run = token|since|until|try|why|slot|beat|by; a run of an earlier
-	// layout (a token alone) is none to the scripts, and so to the status.
-	if run := parts(f["run"], 8); strings.Count(f["run"], "|") >= 6 {
-		by := run[7]
-		if !isBeat(run[6], run[1], run[2]) {
-			// The previous release's run, without beat (PROTOCOL.md, the
-			// record): its replica's name is the rest.
-			by = strings.SplitN(f["run"], "|", 7)[6]
-		}
+	st.Attempts, _ = strconv.Atoi(f.Slot.Tries)
+	st.RunRequested = f.Want.MS != ""
+	st.RequestedAt = msTime(f.Want.MS)
+	// A run of an earlier layout (a token alone) is none to the scripts,
+	// and so to the status.
+	if run := f.Run; run.Valid {
 		r := RunRecord{
-			Slot:     slotName(run[5]),
-			Replica:  by,
-			Trigger:  parseTrigger(run[4]),
-			Started:  msTime(run[1]),
-			Deadline: msTime(run[2]),
+			Slot:     slotName(run.Slot),
+			Replica:  run.By,
+			Trigger:  parseTrigger(run.Why),
+			Started:  msTime(run.Since),
+			Deadline: msTime(run.Until),
 		}
-		r.Attempt, _ = strconv.Atoi(run[3])
+		r.Attempt, _ = strconv.Atoi(run.Try)
 		st.Running = &r
 	}
-	// last = end|start|slot|try|why|outcome|token|by
-	if last := parts(f["last"], 8); last[1] != "" {
-		r := endedRun(last[2], last[3], last[4], last[1], last[0], last[5], last[7])
+	if last := f.Last; last.Start != "" {
+		r := endedRun(last)
 		st.Last = &r
 	}
-	// fail = end|start|slot|try|why|outcome|by, and fail.error
-	if fail := parts(f["fail"], 7); fail[1] != "" {
-		r := endedRun(fail[2], fail[3], fail[4], fail[1], fail[0], fail[5], fail[6])
-		r.Error = f["fail.error"]
+	if fail := f.Fail; fail.Start != "" {
+		r := endedRun(fail)
+		r.Error = f.FailError
 		st.LastFailure = &r
 		// A lost run's last.end is its run lease's end, until which it
 		// held the job; it ended when it was last known alive, fail.end
@@ -433,37 +388,18 @@ func parseStatus(job string, f map[string]string) JobStatus {
 	return st
 }
 
-// isBeat reports whether beat, the seventh part of a run, is one: a
-// number of milliseconds from the run's since to its until. A run of the
-// previous release has none, and its replica's name may hold a '|'.
-func isBeat(beat, since, until string) bool {
-	b, err := strconv.ParseInt(beat, 10, 64)
-	s, serr := strconv.ParseInt(since, 10, 64)
-	u, uerr := strconv.ParseInt(until, 10, 64)
-	return err == nil && serr == nil && uerr == nil && s <= b && b <= u
-}
-
-// parts splits a packed field into its n parts, the last of which may
-// hold '|'; missing parts are empty.
-func parts(v string, n int) []string {
-	p := strings.SplitN(v, "|", n)
-	for len(p) < n {
-		p = append(p, "")
-	}
-	return p
-}
-
-// endedRun is the record of a run that ended, from its parts.
-func endedRun(slot, try, why, start, end, outcome, by string) RunRecord {
+// endedRun is the status of a run that ended, as the record's last or
+// fail holds it.
+func endedRun(e record.Ended) RunRecord {
 	r := RunRecord{
-		Slot:     slotName(slot),
-		Replica:  by,
-		Trigger:  parseTrigger(why),
-		Started:  msTime(start),
-		Finished: msTime(end),
-		Outcome:  outcome,
+		Slot:     slotName(e.Slot),
+		Replica:  e.By,
+		Trigger:  parseTrigger(e.Why),
+		Started:  msTime(e.Start),
+		Finished: msTime(e.End),
+		Outcome:  e.Outcome,
 	}
-	r.Attempt, _ = strconv.Atoi(try)
+	r.Attempt, _ = strconv.Atoi(e.Try)
 	if !r.Finished.IsZero() {
 		r.Duration = r.Finished.Sub(r.Started)
 	}

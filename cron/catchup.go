@@ -64,13 +64,13 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 	// keeps.
 	for _, e := range entries {
 		s := e.admit.state
-		sub, ok := s.c.(subscriber)
+		sub, ok := s.C.(subscriber)
 		if !ok {
 			continue // requests wait for the job's next tick
 		}
 		var key any = s // a client that can't be a map key gets a listener per job
-		if reflect.ValueOf(s.c).Comparable() {
-			key = s.c
+		if reflect.ValueOf(s.C).Comparable() {
+			key = s.C
 		}
 		if r.listening[key] {
 			continue
@@ -94,12 +94,12 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 // the last interval ran).
 func catchUpSlot(every interval.Interval, s *jobState, now time.Time) (interval.Slot, bool) {
 	switch {
-	case s.catchUp <= 0:
+	case s.CatchUp <= 0:
 		return interval.Slot{}, false
 	case !s.shared:
 		return interval.Slot{}, true
 	}
-	return every.LatestSlot(now.Add(-s.catchUp), now)
+	return every.LatestSlot(now.Add(-s.CatchUp), now)
 }
 
 // helloAgain is how long a replica waits to announce a job again after

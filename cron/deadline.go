@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 )
 
 // Deadlined is implemented by a job whose runs may take only so long each,
@@ -34,7 +36,7 @@ var ErrRunDeadline = errors.New("cron: run deadline exceeded")
 // process calls a's Process, for a run that needs more than the call: a
 // context from the observer (a trace's span), a deadline, a lease to keep.
 // Like run, it calls recover nowhere: a panic goes through it to run's.
-func (r *Runtime) process(ctx context.Context, a *runArgs, held *runLease) error {
+func (r *Runtime) process(ctx context.Context, a *runArgs, held *record.RunLease) error {
 	if r.observer.RunContext != nil {
 		ctx = r.observer.RunContext(ctx, a.tick)
 	}
@@ -55,7 +57,7 @@ func (r *Runtime) process(ctx context.Context, a *runArgs, held *runLease) error
 }
 
 // call calls a's Process, under its run lease if held is not nil.
-func call(ctx context.Context, a *runArgs, held *runLease) error {
+func call(ctx context.Context, a *runArgs, held *record.RunLease) error {
 	if held != nil {
 		return processHeld(ctx, a.job, &a.tick, held)
 	}

@@ -41,7 +41,7 @@ func parseFollow(payload string) (id, name string, ok bool) {
 // have come before it, while Redis had lost the record: seed 21393). Only
 // a slot with attempts to spare needs anyone to follow it.
 func offTick(a *runArgs, s *jobState) bool {
-	if !s.shared || s.attempts < 2 || a.tick.Attempt != 1 {
+	if !s.shared || s.Attempts < 2 || a.tick.Attempt != 1 {
 		return false
 	}
 	switch a.mode {
@@ -58,7 +58,7 @@ func offTick(a *runArgs, s *jobState) bool {
 // slot is followed only by this replica, as before notices: logged at
 // Debug, the run goes on.
 func (r *Runtime) announceFollow(ctx context.Context, a *runArgs, s *jobState) {
-	if err := announce(ctx, s.c, followNotice(slotKey(&a.tick), s.name)); err != nil {
+	if err := announce(ctx, s.C, followNotice(slotKey(&a.tick), s.Name)); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's follow notice was not published; only this replica follows its slot",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}
@@ -73,12 +73,12 @@ func (r *Runtime) heardFollow(e *entry, id string) {
 		return
 	}
 	s := e.admit.state
-	if !s.shared || s.attempts < 2 {
+	if !s.shared || s.Attempts < 2 {
 		return
 	}
 	slot, ok := slotNamed(e.every.Interval, id, r.now())
 	if !ok {
 		return // not one of the latest slots of this release's schedule
 	}
-	r.planLook(e, s, modeFollow, slot, id, s.runTTL+time.Millisecond)
+	r.planLook(e, s, modeFollow, slot, id, s.RunTTL+time.Millisecond)
 }

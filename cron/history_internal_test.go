@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -86,7 +87,7 @@ func TestHistory(t *testing.T) {
 	if want := `cron "* * * * * *"`; st.Schedule != want {
 		t.Errorf("Schedule = %q, want %q", st.Schedule, want)
 	}
-	rt, lt := rdb.PTTL(ctx, s.keys[0]).Val(), rdb.PTTL(ctx, historyKey("hist")).Val()
+	rt, lt := rdb.PTTL(ctx, s.Keys[0]).Val(), rdb.PTTL(ctx, record.HistoryKey("hist")).Val()
 	if lt <= 0 || lt > rt {
 		t.Errorf("the history's TTL is %v, the record's %v: want it to expire, no later than the record", lt, rt)
 	}
@@ -187,7 +188,7 @@ func checkHistoryExpiry(t *testing.T, c, admin *redis.Client, exact bool) {
 		if !exact {
 			// The two TTLs read here may differ by the time between two
 			// commands too.
-			ttls, err := bothTTLs.Run(ctx, admin, []string{recordKey(name), historyKey(name)}).Int64Slice()
+			ttls, err := bothTTLs.Run(ctx, admin, []string{record.Key(name), record.HistoryKey(name)}).Int64Slice()
 			if err != nil || len(ttls) != 2 {
 				t.Fatalf("job %d: the TTLs = %v, %v", i, ttls, err)
 			}
@@ -196,7 +197,7 @@ func checkHistoryExpiry(t *testing.T, c, admin *redis.Client, exact bool) {
 			}
 			continue
 		}
-		r, h := admin.PExpireTime(ctx, recordKey(name)).Val(), admin.PExpireTime(ctx, historyKey(name)).Val()
+		r, h := admin.PExpireTime(ctx, record.Key(name)).Val(), admin.PExpireTime(ctx, record.HistoryKey(name)).Val()
 		if h <= 0 || r <= 0 {
 			t.Fatalf("job %d: the record expires at %v, its history at %v: want both to expire", i, r, h)
 		}
@@ -241,7 +242,7 @@ func TestLostRunEndsWhenLastAlive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			claim := func(i int) *runLease {
+			claim := func(i int) *record.RunLease {
 				t.Helper()
 				slot := every.Plan(base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second)).Slot
 				tick := Tick{Slot: slot, Scheduled: slot.Start}
@@ -347,7 +348,7 @@ func TestLostRunOfPreviousRelease(t *testing.T) {
 		since, until := now.UnixMilli()-50, now.UnixMilli()+200
 		slot, _ := every.Plan(base.Add(time.Second), base.Add(time.Second)).Slot.Key()
 		old := fmt.Sprintf("tok|%d|%d|1|schedule|%s|%s", since, until, slot, by)
-		if err := rdb.HSet(ctx, recordKey(name), "run", old).Err(); err != nil {
+		if err := rdb.HSet(ctx, record.Key(name), "run", old).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if c := claim(base.Add(2 * time.Second)); c.run != nil {

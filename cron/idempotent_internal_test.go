@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -103,7 +104,7 @@ func scriptSHAs(t *testing.T, srv *redistest.Server) (claim, complete, heartbeat
 	t.Helper()
 	rdb := srv.Client(t)
 	var shas [3]string
-	for i, src := range []string{claimSrc, completeSrc, heartbeatSrc} {
+	for i, src := range []string{record.ClaimSrc, record.CompleteSrc, record.HeartbeatSrc} {
 		sha, err := rdb.ScriptLoad(t.Context(), src).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +222,7 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 			if err != nil || !done.held {
 				t.Errorf("completion sent again = %+v, %v; want its run held", done, err)
 			}
-			if n := rdb.LLen(ctx, s.keys[1]).Val(); n != 1 {
+			if n := rdb.LLen(ctx, s.Keys[1]).Val(); n != 1 {
 				t.Errorf("history of %d runs, want 1", n)
 			}
 		}},
@@ -258,7 +259,7 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 }
 
 // TestRecordClaimsSentAgainInBatch starts many leased jobs at once, whose
-// claims share pipelines (batch.go), and loses the replies to the first
+// claims share pipelines (record.Batcher), and loses the replies to the first
 // pipeline of several claims after Redis executed them: go-redis sends the
 // whole pipeline again, and every job still runs its startup run.
 func TestRecordClaimsSentAgainInBatch(t *testing.T) {

@@ -274,6 +274,3 @@ func leaseName(name string, j Leased, l LeaseConfig) (string, error) {
 	}
 	return name, nil
 }
-
-// leaseKeys names the Redis keys of leases, for log records.
-var leaseKeys = lock.New[string](LeaseNamespace, time.Second)

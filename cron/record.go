@@ -14,31 +14,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
-
-// recordPrefix begins the key of every job record. The record of the job
-// whose lease name is n is
-//
-//	@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:n}
-//
-// its hash tag being the Rust crate's lease key, so that on a Redis Cluster the
-// record and that lease share a hash slot and one script acts on both.
-const recordPrefix = "@@wakuwaku-cron:{"
-
-// runNowChannel is the Pub/Sub channel on which a run-now request is
-// announced, with the job's lease name as the message (PROTOCOL.md, R16).
-const runNowChannel = "@@wakuwaku-cron:run-now"
-
-// recordKey returns the key of the record of the job whose lease is named
-// name.
-func recordKey(name string) string { return recordPrefix + leaseKeys.Key(name) + "}" }
-
-// historyKey returns the key of the history of the job whose lease is
-// named name: a list in the record's hash slot.
-func historyKey(name string) string { return recordKey(name) + ":runs" }
 
 // The bounds of LeaseConfig.History.
 const (
@@ -91,25 +71,15 @@ var modeNames = [...]string{"tick", "retry", "follow", "catchup", "request", "he
 
 // jobState keeps a leased job's record in Redis: the claim before each run,
 // the heartbeat of its run lease while it runs, the completion after it.
+// Its record.Job sends them; jobState decides when, and reads their
+// answers for the runtime.
 type jobState struct {
-	c        redisscript.Client
-	repl     redisscript.Replication // the replicas that acknowledge a claim, completion or heartbeat (lock.WithReplicas)
-	name     string                  // the lease's name
-	keys     []string                // the record and its history (keys[:2]), then, for a duration policy, the Rust crate's lease
-	byJSON   string                  // the replica's name as a JSON string, for the history's entries
-	keepRuns int                     // how many runs the history keeps
-	schedule string                  // the job's interval, as the record states it
-	shared   bool                    // a Cron policy: slots that every replica names alike
-	ttl      time.Duration
-	runTTL   time.Duration
-	keep     time.Duration // how long the record lives after its next use (see keepFor)
-	attempts int
-	backoff  time.Duration
-	catchUp  time.Duration
-	every    time.Duration // a duration policy's interval
-	base     time.Duration // the interval's length (its current slot's, for a Cron spec)
-	replica  string
-	now      func() time.Time
+	*record.Job
+	shared  bool // a Cron policy: slots that every replica names alike
+	ttl     time.Duration
+	backoff time.Duration
+	base    time.Duration // the interval's length (its current slot's, for a Cron spec)
+	now     func() time.Time
 
 	// due returns when the job's tick of the Cron slot that starts at
 	// start is due: start, or later with a spread; nil for start.
@@ -136,12 +106,6 @@ type jobState struct {
 	// group is the registry of the replicas that run the job with this
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]
-
-	// batched and completing are c, or, for a DB that waits for no
-	// replicas, the runtime's batchClient of c, which sends the claims,
-	// completions and looks that come together in one pipeline, the
-	// completions (completing) after the others, behind a few at most.
-	batched, completing redisscript.Client
 
 	// helloing is set while an announcement of the job waits to be sent
 	// again after Redis did not answer (see helloAfterError).
@@ -173,13 +137,16 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 		}
 	}
 	s := &jobState{
-		c: c, batched: c, completing: c, repl: repl, name: l.Name, ttl: l.TTL, replica: replica, now: now,
-		runTTL: l.RunTTL, attempts: max(l.Attempts, 1), backoff: l.Backoff, catchUp: l.CatchUp,
-		keepRuns: l.History, schedule: every.String(),
+		Job: &record.Job{
+			C: c, Batched: c, Completing: c, Repl: repl, Name: l.Name, Replica: replica,
+			RunTTL: l.RunTTL, Attempts: max(l.Attempts, 1), CatchUp: l.CatchUp,
+			History: l.History, Schedule: every.String(),
+		},
+		ttl: l.TTL, now: now, backoff: l.Backoff,
 	}
-	s.byJSON = jsonString(replica)
-	if s.keepRuns == 0 {
-		s.keepRuns = defaultHistory
+	s.ByJSON = jsonString(replica)
+	if s.History == 0 {
+		s.History = defaultHistory
 	}
 	if s.backoff == 0 {
 		s.backoff = defaultBackoff
@@ -190,21 +157,21 @@ func newJobState(every interval.Interval, l LeaseConfig, replica string, now fun
 	var base time.Duration
 	if slot := every.Plan(start, start).Slot; isShared(slot) {
 		s.shared, base = true, slot.End.Sub(slot.Start)
-		s.keys = []string{recordKey(l.Name), historyKey(l.Name)}
+		s.Keys = []string{record.Key(l.Name), record.HistoryKey(l.Name)}
 	} else {
 		next, _ := every.Next(start, start)
-		s.every, base = next.Sub(start), next.Sub(start)
-		s.keys = []string{recordKey(l.Name), historyKey(l.Name), leaseKeys.Key(l.Name)}
+		s.Every, base = next.Sub(start), next.Sub(start)
+		s.Keys = []string{record.Key(l.Name), record.HistoryKey(l.Name), record.LeaseKey(l.Name)}
 	}
-	if s.runTTL == 0 {
+	if s.RunTTL == 0 {
 		// A replica that dies mid-run holds the job this long: half an
 		// interval at most, so that a short job loses one slot to it.
-		s.runTTL = min(defaultRunTTL, max(base/2, 10*time.Millisecond))
+		s.RunTTL = min(defaultRunTTL, max(base/2, 10*time.Millisecond))
 	}
-	s.runTTL = max(s.runTTL, 3*time.Millisecond)
+	s.RunTTL = max(s.RunTTL, 3*time.Millisecond)
 	// C2's margin, after the next tick and the slot's claim window: a
 	// few intervals, the run lease and the catch-up window.
-	s.keep = max(3*base+s.runTTL+s.catchUp, time.Minute)
+	s.Keep = max(3*base+s.RunTTL+s.CatchUp, time.Minute)
 	s.base = base
 	return s, nil
 }
@@ -218,11 +185,11 @@ func isShared(slot interval.Slot) bool {
 
 // claimed is a claim's answer.
 type claimed struct {
-	run     *runLease     // the run lease, if the run goes ahead
-	reason  string        // why not, if it doesn't ("" with quiet)
-	wait    time.Duration // until another run's lease or a back-off ends, if known
-	quiet   bool          // nothing to report (PROTOCOL.md's "nothing")
-	follow  bool          // worth another look at the slot when wait has passed (E3)
+	run     *record.RunLease // the run lease, if the run goes ahead
+	reason  string           // why not, if it doesn't ("" with quiet)
+	wait    time.Duration    // until another run's lease or a back-off ends, if known
+	quiet   bool             // nothing to report (PROTOCOL.md's "nothing")
+	follow  bool             // worth another look at the slot when wait has passed (E3)
 	attempt int
 	trigger Trigger
 	slot    string // the slot's id in the record, if known
@@ -239,21 +206,6 @@ type claimed struct {
 	early bool
 }
 
-// keepFor returns how long the record must live at least after a script
-// that names a tick due at next (zero if unknown) and, for a claim, a
-// slot whose claim window ends at end (zero if none): C2's margin after
-// the later of the two.
-func (s *jobState) keepFor(now, next, end time.Time) int64 {
-	d := time.Duration(0)
-	if !next.IsZero() {
-		d = max(d, next.Sub(now))
-	}
-	if !end.IsZero() {
-		d = max(d, end.Sub(now))
-	}
-	return (d + s.keep).Milliseconds()
-}
-
 // claim asks the record whether this replica runs t now, for the event
 // mode; slot is the record's id of t's slot for modeRetry and modeFollow
 // (a duration policy's slot has no other name).
@@ -266,55 +218,22 @@ func (s *jobState) keepFor(now, next, end time.Time) int64 {
 // nothing is acknowledged within half the run lease, the run does not
 // start: the answer is ReasonNotReplicated, and the run lease lapses.
 func (s *jobState) claim(ctx context.Context, mode claimMode, t *Tick, next time.Time, slot string) (claimed, error) {
-	until := time.Now().Add(s.runTTL / 2)
+	until := time.Now().Add(s.RunTTL / 2)
 	for {
 		c, acked, err := s.claimOnce(ctx, mode, t, next, slot)
 		if err != nil || c.run == nil || acked {
 			return c, err
 		}
-		switch s.confirm(ctx, c.run, until) {
-		case confirmed:
+		switch c.run.Confirm(ctx, until) {
+		case record.Confirmed:
 			return c, nil
-		case confirmLost:
+		case record.ConfirmLost:
 			if time.Now().Before(until) {
 				continue
 			}
 		}
 		return claimed{reason: ReasonNotReplicated, slot: c.slot}, nil
 	}
-}
-
-// The outcomes of confirm.
-const (
-	confirmed   = iota // the replicas acknowledged the claim
-	confirmLost        // the run lease is gone from Redis: claim again
-	confirmTimeout
-)
-
-// confirm sends E7 with its WAIT, first after 50 ms, then twice as long
-// after each, at most a second apart, until the replicas acknowledge it
-// (the claim's write is older, so they have it too), the run lease is
-// gone, until passes or ctx ends.
-func (s *jobState) confirm(ctx context.Context, run *runLease, until time.Time) int {
-	wait := 50 * time.Millisecond
-	for time.Now().Add(wait).Before(until) {
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return confirmTimeout
-		}
-		held, err := run.Extend(ctx)
-		switch {
-		case err == nil && held:
-			return confirmed
-		case err == nil:
-			return confirmLost
-		}
-		wait = min(2*wait, time.Second)
-	}
-	return confirmTimeout
 }
 
 // claimOnce sends one claim; acked reports that the replicas acknowledged
@@ -351,7 +270,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	}
 	if !s.shared && mode != modeHello && mode != modeRequest {
 		leaseMS = max(end.Sub(now).Milliseconds(), 1)
-		token = newLeaseToken()
+		token = record.NewLeaseToken()
 		s.mu.Lock()
 		prev = s.own
 		s.mu.Unlock()
@@ -359,30 +278,28 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 	if mode == modeHello || mode == modeRequest {
 		end = time.Time{}
 	}
-	run := &runLease{s: s, token: randomHex(16), window: end}
+	runToken := randomHex(16)
 	nextMS := ""
 	if !next.IsZero() {
 		nextMS = strconv.FormatInt(next.UnixMilli(), 10)
 	}
 	sent := time.Now()
-	cmd, acks, _ := claimScript.RunWait(ctx, s.batched, s.repl, s.keys,
-		name, slot, slotAt, run.token, s.replica, s.runTTL.Milliseconds(),
-		s.keepFor(now, next, end), s.attempts, leaseMS, token, prev, nextMS,
-		s.catchUp.Milliseconds(), s.every.Milliseconds(), s.keepRuns, dueAt)
-	reply, err := cmd.Slice()
+	r, acks, err := s.Claim(ctx, record.ClaimArgs{
+		Mode: name, Slot: slot, SlotAt: slotAt, Token: runToken, Keep: s.KeepFor(now, next, end),
+		LeaseTTL: leaseMS, Lease: token, Prev: prev, Next: nextMS, DueAt: dueAt,
+	})
 	if err != nil {
-		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.name, err)
+		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: %w", s.Name, err)
 	}
-	acked = acks >= int64(s.repl.N)
-	code, n, text, id := claimReply(reply)
-	c = claimed{slot: id, quiet: mode == modeCatchUp, due: c.due}
-	if len(reply) > 4 {
+	acked = acks >= int64(s.Repl.N)
+	n, text := r.N, r.Text
+	c = claimed{slot: r.Slot, quiet: mode == modeCatchUp, due: c.due}
+	if r.HasSkip {
 		// R20: a skip recorded while a request was served.
-		why, _ := reply[4].(string)
-		c.recorded = skipReason(why)
+		c.recorded = skipReason(r.Skip)
 	}
-	switch code {
-	case 1:
+	switch r.Code {
+	case record.Run:
 		c.trigger = parseTrigger(text)
 		if token != "" && n == 1 && c.trigger != TriggerRequest {
 			// The claim opened a slot, with token as its lease.
@@ -390,10 +307,9 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 			s.own = token
 			s.mu.Unlock()
 		}
-		run.deadline = sent.Add(s.runTTL)
-		c.run, c.attempt = run, int(n)
+		c.run, c.attempt = s.NewRun(runToken, end, sent.Add(s.RunTTL)), int(n)
 		return c, acked, nil
-	case 2: // R1, R2
+	case record.Held: // R1, R2
 		c.wait = time.Duration(n) * time.Millisecond
 		c.reason = ReasonRunning
 		switch {
@@ -405,7 +321,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 		case mode != modeTick:
 			c.follow = true
 		case text == "same":
-			c.follow = s.attempts > 1
+			c.follow = s.Attempts > 1
 		default:
 			// R2: a run of an earlier slot (or a requested run) holds
 			// the job through this tick, and no replica will run the
@@ -413,28 +329,26 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 			c.reason = ReasonStillRunning
 		}
 		return c, true, nil
-	case 3: // R7, D4
+	case record.Past: // R7, D4
 		c.reason = ReasonLeaseHeld
-	case 4: // R3
+	case record.Paused: // R3
 		c.reason = ReasonPaused
 		if text == "early" {
 			c.wait, c.early = time.Duration(n)*time.Millisecond, true
 		}
-	case 5: // R6
+	case record.RetryWait: // R6
 		c.reason, c.wait, c.follow = ReasonRetryWait, time.Duration(n)*time.Millisecond, true
 		c.quiet = c.quiet || mode != modeTick
-	case 6:
+	case record.Nothing:
 		c.quiet = true
-	case 7: // R8
+	case record.UsedUp: // R8
 		c.reason = ReasonAttemptsUsedUp
-	case 8: // R20: S is recorded skipped
+	case record.Skipped: // R20: S is recorded skipped
 		if n == 1 {
 			c.reason, c.recorded = skipReason(text), skipReason(text)
 		} else {
 			c.reason = ReasonSkippedElsewhere
 		}
-	default:
-		return claimed{}, false, fmt.Errorf("cron: claiming a run of %q: unexpected reply %v", s.name, reply)
 	}
 	return c, true, nil
 }
@@ -465,7 +379,7 @@ type completed struct {
 // for replicas, a completion they did not acknowledge returns its answer
 // and an error wrapping lock.ErrNotReplicated: the caller sends it again
 // (R18).
-func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, scheduled time.Time, err error, next time.Time) (completed, error) {
+func (s *jobState) complete(ctx context.Context, run *record.RunLease, attempt int, scheduled time.Time, err error, next time.Time) (completed, error) {
 	outcome, text := outcome(err), ""
 	var p *PanicError
 	switch {
@@ -488,26 +402,19 @@ func (s *jobState) complete(ctx context.Context, run *runLease, attempt int, sch
 	}
 	now := s.now()
 	left := ""
-	if !run.window.IsZero() {
-		left = strconv.FormatInt(run.window.Sub(now).Milliseconds(), 10)
+	if !run.Window.IsZero() {
+		left = strconv.FormatInt(run.Window.Sub(now).Milliseconds(), 10)
 	}
-	cmd, acked, werr := completeScript.RunWait(ctx, s.completing, s.repl, s.keys[:2], run.token, outcome, text,
-		s.attempts, backoff.Milliseconds(), s.keepFor(now, next, time.Time{}), nextMS,
-		s.keepRuns, scheduled.UnixMilli(), s.schedule, s.byJSON, errJSON, left)
-	reply, rerr := cmd.Slice()
+	r, rerr := s.Complete(ctx, record.CompleteArgs{
+		Token: run.Token, Outcome: outcome, Error: text, Backoff: backoff.Milliseconds(),
+		Keep: s.KeepFor(now, next, time.Time{}), Next: nextMS, Due: scheduled.UnixMilli(), ErrJSON: errJSON, Left: left,
+	})
+	var c completed
+	if r.Held {
+		c = completed{held: true, open: r.State == "open", wanted: r.Wanted, backoff: backoff, closed: r.Closed}
+	}
 	if rerr != nil {
-		return completed{}, fmt.Errorf("cron: recording a run of %q: %w", s.name, rerr)
-	}
-	if code, _ := reply[0].(int64); code == 0 {
-		return completed{}, nil
-	} else if len(reply) < 3 {
-		return completed{}, fmt.Errorf("cron: recording a run of %q: unexpected reply %v", s.name, reply)
-	}
-	state, _ := reply[1].(string)
-	want, _ := reply[2].(int64)
-	c := completed{held: true, open: state == "open", wanted: want == 1, backoff: backoff, closed: len(reply) > 3}
-	if err := s.replicated(acked, werr); err != nil {
-		return c, fmt.Errorf("cron: recording a run of %q: %w", s.name, err)
+		return c, fmt.Errorf("cron: recording a run of %q: %w", s.Name, rerr)
 	}
 	return c, nil
 }
@@ -521,96 +428,6 @@ func (s *jobState) backoffAfter(attempt int) time.Duration {
 		d *= 2
 	}
 	return min(d, maxBackoff*s.backoff)
-}
-
-// claimReply reads a claim's reply: its code, its integer, its text and
-// the slot's id, each zero if absent.
-func claimReply(reply []any) (code, n int64, text, slot string) {
-	if len(reply) > 0 {
-		code, _ = reply[0].(int64)
-	}
-	if len(reply) > 1 {
-		n, _ = reply[1].(int64)
-	}
-	if len(reply) > 2 {
-		text, _ = reply[2].(string)
-	}
-	if len(reply) > 3 {
-		slot, _ = reply[3].(string)
-	}
-	return code, n, text, slot
-}
-
-// runLease is the lease of a run in progress, which [lock.WhileHeld] keeps
-// by heartbeat: it implements lock.Lease.
-type runLease struct {
-	s      *jobState
-	token  string
-	window time.Time // when its slot's claim window ends; zero for a requested run
-
-	mu       sync.Mutex
-	deadline time.Time
-}
-
-// Extend is E7: it restarts the run lease for another run TTL (R11).
-// With a DB that waits for replicas, an extension they did not
-// acknowledge fails with an error wrapping lock.ErrNotReplicated, and
-// Deadline stays where the last acknowledged one left it.
-func (l *runLease) Extend(ctx context.Context) (bool, error) {
-	sent := time.Now()
-	cmd, acked, werr := heartbeatScript.RunWait(ctx, l.s.c, l.s.repl, l.s.keys[:2], l.token, l.s.runTTL.Milliseconds(), l.s.keep.Milliseconds())
-	n, err := cmd.Int64()
-	if err != nil {
-		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
-	}
-	if n != 1 {
-		return false, nil
-	}
-	if err := l.s.replicated(acked, werr); err != nil {
-		return false, fmt.Errorf("cron: extending the run lease of %q: %w", l.s.name, err)
-	}
-	l.mu.Lock()
-	if d := sent.Add(l.s.runTTL); d.After(l.deadline) {
-		l.deadline = d
-	}
-	l.mu.Unlock()
-	return true, nil
-}
-
-// TTL is the run lease's length.
-func (l *runLease) TTL() time.Duration { return l.s.runTTL }
-
-// Deadline is when the run lease surely ends unless extended.
-func (l *runLease) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.deadline
-}
-
-// replicated returns nil if acked replicas are as many as the DB asks to
-// acknowledge a write, else an error wrapping lock.ErrNotReplicated, with
-// werr, the WAIT's own error, if any.
-func (s *jobState) replicated(acked int64, werr error) error {
-	return replicated(s.repl, acked, werr)
-}
-
-// replicated is jobState.replicated for a DB that asks for repl.
-func replicated(repl redisscript.Replication, acked int64, werr error) error {
-	switch {
-	case werr != nil:
-		return fmt.Errorf("%w: WAIT: %w", lock.ErrNotReplicated, werr)
-	case acked < int64(repl.N):
-		return fmt.Errorf("%w: %d of %d replicas within %d ms", lock.ErrNotReplicated, acked, repl.N, repl.WaitMs)
-	}
-	return nil
-}
-
-// newLeaseToken returns a token for the Rust crate's lease key: 16 random bytes,
-// as package lock's tokens are.
-func newLeaseToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return string(b[:])
 }
 
 // jsonString returns s as a JSON string, quoted, for a script to put in a

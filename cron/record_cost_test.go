@@ -68,8 +68,8 @@ func newProtocol(tb testing.TB, rdb *redis.Client, name string, every interval.I
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &counting{Client: s.c}
-	s.c, s.batched, s.completing = c, c, c
+	c := &counting{Client: s.C}
+	s.C, s.Batched, s.Completing = c, c, c
 	first, _ := every.NextSlot(time.Now())
 	return &protocol{s: s, c: c, every: every, slot: first}
 }
@@ -110,7 +110,7 @@ func TestRunProtocolRoundTrips(t *testing.T) {
 			p := newProtocol(t, rdb, "cost-"+tc.name, tc.every)
 			// The first run loads the scripts (EVALSHA, NOSCRIPT, EVAL).
 			p.run(t)
-			lease := &runLease{s: p.s, token: "none", deadline: time.Now()}
+			lease := p.s.NewRun("none", time.Time{}, time.Now())
 			lease.Extend(context.Background())
 			p.c.n.Store(0)
 			const runs = 20
@@ -119,7 +119,7 @@ func TestRunProtocolRoundTrips(t *testing.T) {
 				if !p.s.shared {
 					// Each run of a duration policy needs a free seed
 					// lease, as the next interval's would be.
-					rdb.Del(context.Background(), p.s.keys[2])
+					rdb.Del(context.Background(), p.s.Keys[2])
 				}
 				p.run(t)
 			}

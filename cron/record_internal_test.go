@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -53,11 +54,23 @@ func TestOwnLeaseAfterRetry(t *testing.T) {
 	}
 	// The slot's lease outlives it, as when Redis answered the first claim
 	// late: the replica's next tick finds its own lease.
-	if err := rdb.PExpire(ctx, s.keys[2], time.Hour).Err(); err != nil {
+	if err := rdb.PExpire(ctx, s.Keys[2], time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if next := claim(); next.run == nil || next.attempt != 1 {
 		t.Errorf("the next tick's claim = %+v, want a run of a new slot", next)
+	}
+}
+
+// TestRecordNamespace: the record package names the records after the
+// leases of LeaseNamespace, which it can't import.
+func TestRecordNamespace(t *testing.T) {
+	if record.Namespace != LeaseNamespace {
+		t.Errorf("record.Namespace = %q, want LeaseNamespace %q", record.Namespace, LeaseNamespace)
+	}
+	name := "job"
+	if got, want := record.LeaseKey(name), lock.New[string](LeaseNamespace, time.Second).Key(name); got != want {
+		t.Errorf("record.LeaseKey(%q) = %q, want %q", name, got, want)
 	}
 }
 
@@ -172,14 +185,14 @@ func TestClaimOverEarlierLayout(t *testing.T) {
 	earlier := []any{"slot", key, "slot.at", slot.Start.UnixMilli(), "slot.state", "done", "slot.tries", 1,
 		"seen", now.UnixMilli(), "seen.by", "r9", "last.slot", key, "last.start", 1, "last.end", 2,
 		"last.outcome", "ok", "hist.last", "x", "last.run", "y", "born", 1}
-	if err := rdb.HSet(ctx, s.keys[0], earlier...).Err(); err != nil {
+	if err := rdb.HSet(ctx, s.Keys[0], earlier...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	c, err := s.claim(ctx, modeTick, &Tick{Slot: slot}, time.Time{}, "")
 	if err != nil || c.run == nil {
 		t.Fatalf("claim over the earlier layout = %+v, %v; want a run", c, err)
 	}
-	fields, err := rdb.HKeys(ctx, s.keys[0]).Result()
+	fields, err := rdb.HKeys(ctx, s.Keys[0]).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,22 +247,5 @@ func TestPackedFieldsHoldBars(t *testing.T) {
 		t.Errorf("last run %+v, failure %+v, slot %s; want r|1's, error %q, the slot open", *st.Last, *st.LastFailure, st.SlotState, `a|b "c"`)
 	case len(st.History) != 1 || st.History[0].Replica != "r|1" || st.History[0].Error != `a|b "c"`:
 		t.Errorf("history = %+v; want r|1's run, error %q", st.History, `a|b "c"`)
-	}
-}
-
-// TestSlotPatternKeepsLeaseBytes: a duration policy's lease token, the
-// last part of the slot field, is 16 random bytes, any of which may be '|',
-// a newline or a zero byte (one slot in 16 has a '|'); the claim's pattern
-// gives it back whole, or the claim would not know its own lease (D2).
-func TestSlotPatternKeepsLeaseBytes(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	script := packPatterns + `
-local id, at, state, tries, retry, lease = string.match(ARGV[1] .. '|1|open|1|0|' .. ARGV[2], slotPat)
-return {id, lease}`
-	for _, lease := range []string{"", "a|\x00\n|b\xff", string([]byte{'|', '|', 0, 0xff}), newLeaseToken()} {
-		got, err := rdb.Eval(context.Background(), script, nil, "1764946800000", lease).StringSlice()
-		if err != nil || len(got) != 2 || got[0] != "1764946800000" || got[1] != lease {
-			t.Errorf("slot with lease %q read back as %q, %v", lease, got, err)
-		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 )
 
@@ -153,12 +154,12 @@ func (r *Runtime) groups() []*groupClient {
 	for name, e := range r.leased {
 		s := e.admit.state
 		var key any = s
-		if reflect.ValueOf(s.c).Comparable() {
-			key = s.c
+		if reflect.ValueOf(s.C).Comparable() {
+			key = s.C
 		}
 		g := byClient[key]
 		if g == nil {
-			g = &groupClient{c: s.c}
+			g = &groupClient{c: s.C}
 			byClient[key] = g
 			out = append(out, g)
 		}
@@ -257,60 +258,12 @@ func beatOnce(ctx context.Context, c redisscript.Client, key, replica string, no
 	}
 	live := redis.NewStringSliceCmd(ctx, "zrange", key, ms, "+inf", "byscore")
 	cmds = append(cmds, live)
-	if err := pipelined(ctx, c, cmds); err != nil {
+	if err := record.Pipelined(ctx, c, cmds); err != nil {
 		return nil, err
 	}
 	out := live.Val()
 	slices.Sort(out)
 	return out, nil
-}
-
-// pipelined sends cmds in one round trip if c pipelines (every go-redis
-// client does), else one by one, and returns the first error. Each command
-// holds its own reply or error either way: the batches' callers read
-// theirs, and a script's caller whose EVALSHA answered NOSCRIPT sends its
-// source, whatever the commands beside it answered.
-func pipelined(ctx context.Context, c redisscript.Client, cmds []redis.Cmder) error {
-	if p, ok := c.(interface {
-		Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
-	}); ok {
-		_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for _, cmd := range cmds {
-				_ = pipe.Process(ctx, cmd)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, cmd := range cmds {
-			if err := cmd.Err(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// One by one, every one of them, though one fails: a client without
-	// Pipelined (a user's wrapper that has only Process) is no reason for
-	// the commands after a NOSCRIPT to go unsent.
-	var first error
-	for _, cmd := range cmds {
-		if err := processOne(ctx, c, cmd); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// processOne sends cmd through c and returns its error, which cmd holds
-// too: a wrapper's Process may return an error it did not set on the
-// command, and a batch's caller reads only the command.
-func processOne(ctx context.Context, c redisscript.Client, cmd redis.Cmder) error {
-	err := redisscript.Process(ctx, c, cmd)
-	if err != nil && cmd.Err() == nil {
-		cmd.SetErr(err)
-	}
-	return err
 }
 
 // farewell takes this replica out of its registries at Shutdown, bounded
@@ -365,50 +318,35 @@ func (r *Runtime) lookFirst(ctx context.Context, a *runArgs, s *jobState) (c cla
 // tick (with a pause, R3 records the slot skipped if the owner did not).
 func (s *jobState) look(ctx context.Context, t *Tick) (c claimed, claim bool, err error) {
 	slot, _ := t.Slot.Key()
-	fields := []any{"hmget", s.keys[0], "slot", "paused", "skip"}
-	if s.attempts > 1 {
-		fields = append(fields, "run")
+	v, err := s.Look(ctx)
+	if err != nil {
+		return claimed{}, false, fmt.Errorf("cron: looking at the record of %q: %w", s.Name, err)
 	}
-	cmd := redis.NewSliceCmd(ctx, fields...)
-	if err := redisscript.Process(ctx, s.batched, cmd); err != nil {
-		return claimed{}, false, fmt.Errorf("cron: looking at the record of %q: %w", s.name, err)
-	}
-	v := cmd.Val()
-	str := func(i int) string {
-		if i < len(v) {
-			if x, ok := v[i].(string); ok {
-				return x
-			}
-		}
-		return ""
-	}
-	// The packed fields (PROTOCOL.md, the record): slot = id|at|state|…,
-	// skip = at|reason|id|token|by, run = token|since|until|try|why|slot|beat|by
-	// (or, from the previous release, without beat: the parts read here
-	// are the same).
-	rec, skip, run := parts(str(0), 6), parts(str(2), 4), parts(str(3), 7)
+	// The run's parts read here are the same in the previous release's
+	// layout, without beat.
+	rec, run := v.Slot, v.Run
 	c.slot = slot
-	skipAt, perr := strconv.ParseInt(skip[0], 10, 64)
+	skipAt, perr := strconv.ParseInt(v.Skip.At, 10, 64)
 	switch {
-	case rec[0] != slot && perr == nil && skipAt == t.Slot.Start.UnixMilli():
+	case rec.ID != slot && perr == nil && skipAt == t.Slot.Start.UnixMilli():
 		c.reason = ReasonSkippedElsewhere // L0, R20
-	case rec[0] != slot && perr == nil && skipAt > t.Slot.Start.UnixMilli():
+	case rec.ID != slot && perr == nil && skipAt > t.Slot.Start.UnixMilli():
 		c.reason = ReasonLeaseHeld // L0: past, as R7
-	case rec[0] != slot:
+	case rec.ID != slot:
 		// L1, L2: the owner did not claim it, nor record it skipped
 		// (with a pause): take over (E1).
 		return c, true, nil
-	case s.attempts == 1:
+	case s.Attempts == 1:
 		c.reason = ReasonLeaseHeld // R7, or R1 with one attempt
-	case run[5] == slot:
+	case run.Slot == slot:
 		// R1: its run goes on; with attempts left, look again when its
 		// lease ends (E3), in case it fails.
-		until, _ := strconv.ParseInt(run[2], 10, 64)
+		until, _ := strconv.ParseInt(run.Until, 10, 64)
 		c.reason, c.follow = ReasonRunning, true
 		c.wait = max(time.Until(time.UnixMilli(until)), time.Millisecond)
-	case rec[2] == "open":
+	case rec.State == "open":
 		return c, true, nil // R5 or R6: the claim script says which
-	case rec[2] == "failed":
+	case rec.State == "failed":
 		c.reason = ReasonAttemptsUsedUp // R8
 	default:
 		c.reason = ReasonLeaseHeld // R7

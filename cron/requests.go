@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 )
@@ -42,7 +43,7 @@ const (
 // for again with back-off, and the recovery logged once it is granted.
 func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 	defer r.listenerEnded()
-	ps := sub.Subscribe(lctx, runNowChannel)
+	ps := sub.Subscribe(lctx, record.RunNowChannel)
 	r.mu.Lock()
 	stopped := r.stopped.Load()
 	if !stopped {
@@ -64,7 +65,7 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 			if refused && v.Kind == "subscribe" {
 				refused, backoff = false, requestRetry
 				r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime hears run-now requests again",
-					slog.String("channel", runNowChannel))
+					slog.String("channel", record.RunNowChannel))
 			}
 			continue
 		case *redis.Message:
@@ -95,7 +96,7 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 			if !refused {
 				refused = true
 				r.log.LogAttrs(ctx, slog.LevelError, "cron runtime can't hear run-now requests: Redis refused its subscription; a requested run waits for its job's next tick",
-					slog.String("channel", runNowChannel), slog.Any("error", err))
+					slog.String("channel", record.RunNowChannel), slog.Any("error", err))
 			}
 			wait, backoff = backoff, min(2*backoff, refusedRetryMax)
 		}
@@ -109,7 +110,7 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 		if reply != nil {
 			// The refused subscription is not retried by the client, as a
 			// lost connection is: ask again.
-			_ = ps.Subscribe(lctx, runNowChannel)
+			_ = ps.Subscribe(lctx, record.RunNowChannel)
 		}
 	}
 }
@@ -119,9 +120,9 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 // that the replicas that run the job send E5 now rather than at their next
 // claim. If it fails, the request waits in the record for that claim.
 func (r *Runtime) passRequest(ctx context.Context, a *runArgs, s *jobState) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
 	defer cancel()
-	if err := announce(pctx, s.c, s.name); err != nil {
+	if err := announce(pctx, s.C, s.Name); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}
@@ -133,7 +134,7 @@ func (r *Runtime) passRequest(ctx context.Context, a *runArgs, s *jobState) {
 // PUBLISH to any shard) sends it to the channel's shard, where the
 // replicas subscribed.
 func announce(ctx context.Context, c redisscript.Client, payload string) error {
-	pub := redis.NewIntCmd(ctx, "publish", runNowChannel, payload)
+	pub := redis.NewIntCmd(ctx, "publish", record.RunNowChannel, payload)
 	pub.SetFirstKeyPos(1)
 	return redisscript.Process(ctx, c, pub)
 }

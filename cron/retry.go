@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
@@ -72,7 +73,7 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 		// slots: its attempts are the slot's to retry (the claim script
 		// refuses one beyond the new Attempts), as the replaced job's
 		// were.
-		if cur.keys[0] != s.keys[0] || cur.shared != s.shared {
+		if cur.Keys[0] != s.Keys[0] || cur.shared != s.shared {
 			return false
 		}
 		s = cur
@@ -230,20 +231,20 @@ func (r *Runtime) finishedOffSchedule(e *entry) {
 // that the replica has ends. Until the completion gets through, the record shows the run in
 // progress; once its run lease has ended, any claim records it lost (C1)
 // and the completion that comes later finds nothing to record.
-func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease, runErr error, next time.Time, err error) (completed, error) {
+func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *record.RunLease, runErr error, next time.Time, err error) (completed, error) {
 	s := a.admit.state
 	end := a.tick.Slot.LeaseEnd(s.ttl)
 	if a.tick.Trigger == TriggerRequest && !s.shared {
 		// A duration policy's requested run names the slot last opened,
 		// which may have ended (R9): its completion is sent again for as
 		// long as a slot's lease from the run's start would last.
-		end = interval.Slot{Start: a.tick.Started, End: a.tick.Started.Add(s.every)}.LeaseEnd(s.ttl)
+		end = interval.Slot{Start: a.tick.Started, End: a.tick.Started.Add(s.Every)}.LeaseEnd(s.ttl)
 	}
 	// At most a third of the run lease apart (Backoff, if longer), so
 	// that the run is recorded soon after Redis is back.
-	wait, most := s.backoff, max(s.backoff, s.runTTL/3)
+	wait, most := s.backoff, max(s.backoff, s.RunTTL/3)
 	if errors.Is(err, lock.ErrNotReplicated) {
-		wait, most = min(wait, max(s.runTTL/4, time.Millisecond)), max(s.runTTL/3, time.Millisecond)
+		wait, most = min(wait, max(s.RunTTL/4, time.Millisecond)), max(s.RunTTL/3, time.Millisecond)
 	}
 	for {
 		if !r.now().Add(wait).Before(end) && !time.Now().Add(wait).Before(held.Deadline()) {
@@ -256,7 +257,7 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *runLease,
 			timer.Stop()
 			return completed{}, err
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
 		var c completed
 		c, err = s.complete(cctx, held, a.tick.Attempt, a.tick.Scheduled, runErr, next)
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
@@ -54,7 +55,7 @@ var errGoexit = errors.New("cron: the job called runtime.Goexit")
 func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	e, t := a.e, &a.tick
 	var begin, end time.Time
-	var held *runLease
+	var held *record.RunLease
 	inProcess := false
 	defer func() {
 		switch {
@@ -133,7 +134,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 // admitRun asks a run's admission, and a leased job's claim, whether it
 // goes ahead, and reports and logs it if not. It returns the run lease of
 // a leased job's run.
-func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
+func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*record.RunLease, bool) {
 	t, ad := &a.tick, a.admit
 	if ad.check != nil && a.mode != modeSkip { // a skip runs nothing to admit
 		admitted, reason, err := admit(ctx, ad.check, t)
@@ -164,7 +165,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 	var err error
 	mode := a.mode
 	switch {
-	case (mode == modeTick || mode == modeSkip) && s.shared && !s.group.Load().owns(r.replica, s.name, slotKey(t), r.now()):
+	case (mode == modeTick || mode == modeSkip) && s.shared && !s.group.Load().owns(r.replica, s.Name, slotKey(t), r.now()):
 		// E13: another replica owns the slot; look whether it claimed it.
 		var ok bool
 		if c, claim, ok, err = r.lookFirst(ctx, a, s); !ok {
@@ -253,7 +254,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*runLease, bool) {
 		// record's slot, the last one opened: the tick names it too.
 		if ms, err := strconv.ParseInt(c.slot, 10, 64); err == nil {
 			start := time.UnixMilli(ms).In(t.Slot.Start.Location())
-			t.Slot = interval.Slot{Start: start, End: start.Add(s.every)}
+			t.Slot = interval.Slot{Start: start, End: start.Add(s.Every)}
 		}
 	}
 	return c.run, true
@@ -267,7 +268,7 @@ func slotKey(t *Tick) string {
 
 // processHeld runs a leased job's Process under its run lease, which
 // lock.WhileHeld extends while it runs.
-func processHeld(ctx context.Context, j Job, t *Tick, held *runLease) error {
+func processHeld(ctx context.Context, j Job, t *Tick, held *record.RunLease) error {
 	tick := *t
 	_, err := lock.WhileHeld(ctx, held, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, j.Process(ctx, tick)
@@ -279,7 +280,7 @@ func processHeld(ctx context.Context, j Job, t *Tick, held *runLease) error {
 // R13 if Redis does not answer), and schedules what the record asks for
 // next (R12): this replica's retry of the slot after its back-off (E2), or
 // a run that an operator requested meanwhile (E5).
-func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err error, end time.Time) {
+func (r *Runtime) complete(ctx context.Context, a *runArgs, held *record.RunLease, err error, end time.Time) {
 	t, s := &a.tick, a.admit.state
 	next := a.next
 	if a.atFinish {
@@ -287,7 +288,7 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 	}
 	// Shutdown may have cancelled the run's context: the record is still
 	// written, within the run lease.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.runTTL)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
 	c, cerr := s.complete(cctx, held, t.Attempt, t.Scheduled, err, next)
 	cancel()
 	if errors.Is(cerr, lock.ErrNotReplicated) {
@@ -323,7 +324,7 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *runLease, err 
 		// claimed the slot since: a run of it that nobody else knows of.
 		// With attempts to spare, follow the slot up (E3), as a claim
 		// that finds it running does (R1).
-		if s.attempts > 1 && t.Trigger != TriggerRequest {
+		if s.Attempts > 1 && t.Trigger != TriggerRequest {
 			r.lookAgain(a.e, s, modeFollow, t.Slot, a.slot, time.Millisecond)
 		}
 		return
@@ -397,9 +398,9 @@ func (r *Runtime) runAttrs(ctx context.Context, a *runArgs, more int) []slog.Att
 			attrs = append(attrs, slog.String("trigger", t.Trigger.String()))
 		}
 		if r.log.Enabled(ctx, slog.LevelDebug) {
-			attrs = append(attrs, slog.String("record", a.admit.state.keys[0]))
-			if len(a.admit.state.keys) > 2 {
-				attrs = append(attrs, slog.String("lease", a.admit.state.keys[2]))
+			attrs = append(attrs, slog.String("record", a.admit.state.Keys[0]))
+			if len(a.admit.state.Keys) > 2 {
+				attrs = append(attrs, slog.String("lease", a.admit.state.Keys[2]))
 			}
 		}
 	}

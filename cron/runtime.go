@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/typednil"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 )
@@ -105,7 +106,7 @@ type Runtime struct {
 	// whose listeners Shutdown stops and waits for.
 	leased           map[string]*entry
 	batchMu          sync.Mutex
-	batches          map[any]*batchClient // the leased jobs' batching clients, by client (guarded by batchMu: Start holds mu)
+	batches          map[any]*record.Batcher // the leased jobs' batching clients, by client (guarded by batchMu: Start holds mu)
 	subs             []io.Closer
 	listening        map[any]bool // the clients with a listener
 	watchingSkew     bool
@@ -399,7 +400,7 @@ func (r *Runtime) newEntry(e *entry, who func() string, j Job) (interval.Interva
 			return every, err
 		}
 		state.due = func(start time.Time) time.Time { return every.Due(name, start) }
-		state.batched, state.completing = r.batchFor(state)
+		state.Batched, state.Completing = r.batchFor(state)
 		if e.admit == nil {
 			e.admit = new(admission)
 		}

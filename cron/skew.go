@@ -24,7 +24,7 @@ func (r *Runtime) maxSkew() (time.Duration, redisscript.Client, bool) {
 	for _, e := range r.leased {
 		limit = min(limit, e.admit.state.base/12)
 		if c == nil {
-			c = e.admit.state.c
+			c = e.admit.state.C
 		}
 	}
 	return limit, c, c != nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 	"github.com/wakuwaku-go/wakuwaku/lock"
@@ -53,15 +54,15 @@ func claimOf(t *testing.T, s *jobState, mode claimMode, slot interval.Slot) clai
 }
 
 // historyOf returns the job's history, newest first.
-func historyOf(t *testing.T, rdb *redis.Client, s *jobState) []historyEntry {
+func historyOf(t *testing.T, rdb *redis.Client, s *jobState) []record.Entry {
 	t.Helper()
-	raw, err := rdb.LRange(context.Background(), s.keys[1], 0, -1).Result()
+	raw, err := rdb.LRange(context.Background(), s.Keys[1], 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []historyEntry
+	var out []record.Entry
 	for _, r := range raw {
-		var e historyEntry
+		var e record.Entry
 		if err := json.Unmarshal([]byte(r), &e); err != nil {
 			t.Fatalf("history entry %s: %v", r, err)
 		}
@@ -72,8 +73,8 @@ func historyOf(t *testing.T, rdb *redis.Client, s *jobState) []historyEntry {
 
 // skipsOf returns the history's entries of slot id that say it was
 // skipped.
-func skipsOf(h []historyEntry, id string) []historyEntry {
-	var out []historyEntry
+func skipsOf(h []record.Entry, id string) []record.Entry {
+	var out []record.Entry
 	for _, e := range h {
 		if e.Outcome == "skipped" && e.Slot == id {
 			out = append(out, e)
@@ -118,7 +119,7 @@ func TestSkipStillRunningStaysSkipped(t *testing.T) {
 	// A requested run, which begins after S1's tick was due (as a test
 	// can't wait an hour, S1's ticks are due a minute ago: the record's
 	// last run then began after that).
-	if err := rdb.HSet(ctx, r0.keys[0], "want", "1|op").Err(); err != nil {
+	if err := rdb.HSet(ctx, r0.Keys[0], "want", "1|op").Err(); err != nil {
 		t.Fatal(err)
 	}
 	req := claimOf(t, r0, modeRequest, interval.Slot{})
@@ -211,10 +212,10 @@ func TestSkipPausedDurationOncePerInterval(t *testing.T) {
 	slot := every.Plan(now, now).Slot
 	for _, s := range []*jobState{r0, r1, r0} {
 		if c := claimOf(t, s, modeTick, slot); c.run != nil || c.reason == "" {
-			t.Errorf("a paused tick on %s = %+v; want it skipped", s.replica, c)
+			t.Errorf("a paused tick on %s = %+v; want it skipped", s.Replica, c)
 		}
 	}
-	var skips []historyEntry
+	var skips []record.Entry
 	for _, e := range historyOf(t, rdb, r0) {
 		if e.Outcome == "skipped" {
 			skips = append(skips, e)
@@ -225,7 +226,7 @@ func TestSkipPausedDurationOncePerInterval(t *testing.T) {
 	}
 	// A tick that finds the interval's skip recorded still serves a
 	// request that waits, as a paused tick does (R3, R9).
-	if err := rdb.HSet(ctx, r1.keys[0], "want", "1|op").Err(); err != nil {
+	if err := rdb.HSet(ctx, r1.Keys[0], "want", "1|op").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if c := claimOf(t, r1, modeTick, slot); c.run == nil || c.trigger != TriggerRequest {
@@ -257,11 +258,11 @@ func TestRetryPastClaimWindowClosesSlot(t *testing.T) {
 	if done.open {
 		t.Errorf("the completion left %v open for a retry 5 s later, after its claim window ends in 2 s", s0.Start)
 	}
-	rec, err := rdb.HGet(ctx, r0.keys[0], "slot").Result()
+	rec, err := rdb.HGet(ctx, r0.Keys[0], "slot").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := parts(rec, 6); p[2] != "failed" {
+	if record.ParseSlot(rec).State != "failed" {
 		t.Errorf("the record's slot = %q; want it failed", rec)
 	}
 	if h := historyOf(t, rdb, r0); len(h) != 1 || h[0].Outcome != "error" || h[0].Error != "failed" || h[0].Reason != "claim window over" {

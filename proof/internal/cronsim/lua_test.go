@@ -10,7 +10,7 @@ import (
 // fresh gopher-lua state, whose value stack (the registry) and call stack
 // it allocates whole at gopher-lua's default sizes, 5,120 values and 256
 // frames, and never grows. Those two were 38 % of the bytes a seed
-// allocated (BENCHMARKS.md). cron/script.go's scripts need far less: the
+// allocated (BENCHMARKS.md). cron/internal/record/script.go's scripts need far less: the
 // seeds tried replay alike with gopher-lua's least sizes, 128 values and 16
 // frames, and these are eight and four times those. A script that
 // overflowed would fail its command and change the seed's trace

@@ -1,4 +1,4 @@
-package cron
+package record
 
 import "github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 
@@ -131,9 +131,12 @@ end
 // before S's ticks are due, by the replica's clock or the server's, ms
 // before they are: no skip is recorded. skip, if present, is the reason of the skip this claim recorded
 // while it served a request.
-var claimScript = redisscript.New(claimSrc)
+var claimScript = redisscript.New(ClaimSrc)
 
-const claimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRest
+// ClaimSrc is the claim's source, exported as CompleteSrc and
+// HeartbeatSrc are, for the tests that tell the scripts' commands apart by
+// their SHA1s.
+const ClaimSrc = recordPrelude + packPatterns + claimRead + runPrelude + claimRest
 
 // claimRead reads the fields of the claim's paths, and splits them.
 const claimRead = `
@@ -539,9 +542,10 @@ return request() or answer({3, 0, '', sid}) -- R7`
 // unacknowledged by the replicas, or was lost; C3), it finds the run's token
 // in last, answers as it did, and writes last again: a write, so that a
 // WAIT after it covers the record as the server has it.
-var completeScript = redisscript.New(completeSrc)
+var completeScript = redisscript.New(CompleteSrc)
 
-const completeSrc = recordPrelude + packPatterns + `
+// CompleteSrc is the completion's source (see ClaimSrc).
+const CompleteSrc = recordPrelude + packPatterns + `
 local run, slot, want, nxt = unpack(redis.call('HMGET', R, 'run', 'slot', 'want', 'next'))
 local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy
 if run then
@@ -628,9 +632,10 @@ return {1, state or '', w}`
 // life to ARGV[3] ms at least.
 // 1 if it did, 0 if the run no longer holds the run lease. Sent again
 // (C3), it extends the lease again and answers as it did.
-var heartbeatScript = redisscript.New(heartbeatSrc)
+var heartbeatScript = redisscript.New(HeartbeatSrc)
 
-const heartbeatSrc = recordPrelude + `
+// HeartbeatSrc is the heartbeat's source (see ClaimSrc).
+const HeartbeatSrc = recordPrelude + `
 local run = redis.call('HMGET', R, 'run')[1]
 if not run then
 	return 0

@@ -1,4 +1,4 @@
-package cron
+package record
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func (p *lookTrips) count(cmds int) {
 	p.cmds.Add(int64(cmds))
 }
 
-// TestBatchClient sends many looks at once through a batchClient, on a
+// TestBatchClient sends many looks at once through a Batcher, on a
 // real redis-server: the first goes alone, and those that come while it is
 // on the wire go together in one pipeline, each with its own reply, that
 // of a caller whose context ended meanwhile included.
@@ -57,7 +57,7 @@ func TestBatchClient(t *testing.T) {
 	const n = 100
 	rdb := lookRecords(t, n)
 	ctx := context.Background()
-	b := &batchClient{c: rdb, wire: 1}
+	b := &Batcher{c: rdb, wire: 1}
 	trips := &lookTrips{gate: make(chan struct{})}
 	queued := func() int {
 		b.mu.Lock()
@@ -159,7 +159,7 @@ func TestBatchClientBounds(t *testing.T) {
 	const n = 27
 	rdb := lookRecords(t, n)
 	ctx := context.Background()
-	b := &batchClient{c: rdb, wire: 2, size: 10}
+	b := &Batcher{c: rdb, wire: 2, size: 10}
 	trips := &lookTrips{gate: make(chan struct{})}
 	rdb.AddHook(trips)
 	state := func() (out int, waiting []int) {
@@ -262,7 +262,7 @@ func TestBatchClientLater(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb := lookRecords(t, 1)
 			ctx := context.Background()
-			b := &batchClient{c: rdb, wire: 1, size: tc.size}
+			b := &Batcher{c: rdb, wire: 1, size: tc.size}
 			order := &tripOrder{gate: make(chan struct{})}
 			rdb.AddHook(order)
 			state := func() (out, queued int) {
