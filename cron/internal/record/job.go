@@ -116,6 +116,9 @@ func (j *Job) Complete(ctx context.Context, a CompleteArgs) (Completed, error) {
 	if rerr != nil {
 		return Completed{}, rerr
 	}
+	if len(reply) == 0 {
+		return Completed{}, fmt.Errorf("unexpected reply %v", reply)
+	}
 	if code, _ := reply[0].(int64); code == 0 {
 		return Completed{}, nil
 	} else if len(reply) < 3 {
