@@ -166,7 +166,7 @@ func (r *Runtime) helloTry(ctx, lctx context.Context, e *entry, wait time.Durati
 	c, err := s.claim(hctx, modeHello, &t, next, "")
 	if err != nil {
 		if lctx.Err() == nil {
-			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced; trying again",
+			r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced; trying again",
 				slog.String("job", e.name), slog.Any("error", err), slog.Duration("in", wait))
 			s.helloing.Store(true)
 			r.helloLater(ctx, lctx, e, s, wait)

@@ -37,8 +37,8 @@ var ErrRunDeadline = errors.New("cron: run deadline exceeded")
 // context from the observer (a trace's span), a deadline, a lease to keep.
 // Like run, it calls recover nowhere: a panic goes through it to run's.
 func (r *Runtime) process(ctx context.Context, a *runArgs, held *record.RunLease) error {
-	if r.observer.RunContext != nil {
-		ctx = r.observer.RunContext(ctx, a.tick)
+	if r.rep.observer.RunContext != nil {
+		ctx = r.rep.observer.RunContext(ctx, a.tick)
 	}
 	if a.admit == nil || a.admit.deadline <= 0 {
 		return call(ctx, a, held)

@@ -59,7 +59,7 @@ func offTick(a *runArgs, s *jobState) bool {
 // Debug, the run goes on.
 func (r *Runtime) announceFollow(ctx context.Context, a *runArgs, s *jobState) {
 	if err := announce(ctx, s.C, followNotice(slotKey(&a.tick), s.Name)); err != nil {
-		r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's follow notice was not published; only this replica follows its slot",
+		r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's follow notice was not published; only this replica follows its slot",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}
 }

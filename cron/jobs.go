@@ -67,8 +67,8 @@ func (r *Runtime) Add(job Job) error {
 	if first {
 		r.wakeUp()
 	}
-	if r.log.Enabled(r.ctx, slog.LevelInfo) {
-		r.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job added",
+	if r.rep.log.Enabled(r.ctx, slog.LevelInfo) {
+		r.rep.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job added",
 			slog.String("job", e.name), slog.String("interval", every.String()))
 	}
 	if e.admit != nil && e.admit.state != nil {
@@ -122,7 +122,7 @@ func (r *Runtime) Remove(ctx context.Context, name string) error {
 		r.removing[e] = done
 	}
 	r.mu.Unlock()
-	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job removed", slog.String("job", name), slog.Bool("running", done != nil))
+	r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron job removed", slog.String("job", name), slog.Bool("running", done != nil))
 	if done == nil {
 		return nil
 	}
@@ -136,8 +136,8 @@ func (r *Runtime) Remove(ctx context.Context, name string) error {
 		return nil
 	default:
 	}
-	r.cancelRuns(e, ErrRemoved)
-	r.log.LogAttrs(ctx, slog.LevelWarn, "cron job removed; gave up waiting for its runs, whose contexts are cancelled",
+	r.pool.cancel(e, ErrRemoved)
+	r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job removed; gave up waiting for its runs, whose contexts are cancelled",
 		slog.String("job", name))
 	return ctx.Err()
 }
@@ -151,26 +151,6 @@ func (r *Runtime) runEnded(e *entry) {
 	if done := r.removing[e]; done != nil {
 		close(done)
 		delete(r.removing, e)
-	}
-}
-
-// cancelRuns cancels the contexts of e's runs in progress with cause.
-func (r *Runtime) cancelRuns(e *entry, cause error) {
-	r.runsMu.Lock()
-	defer r.runsMu.Unlock()
-	for w := range r.workerSet {
-		w.mu.Lock()
-		if w.running == e && !w.cancelled {
-			// Its next run gets a new context (see runChunk).
-			w.cancel(cause)
-			w.cancelled = true
-		}
-		w.mu.Unlock()
-	}
-	for a, cancel := range r.aloneRuns {
-		if a.e == e {
-			cancel(cause)
-		}
 	}
 }
 
@@ -271,8 +251,8 @@ func (r *Runtime) Replace(job Job) error {
 	if first {
 		r.wakeUp()
 	}
-	if r.log.Enabled(r.ctx, slog.LevelInfo) {
-		r.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job replaced",
+	if r.rep.log.Enabled(r.ctx, slog.LevelInfo) {
+		r.rep.log.LogAttrs(r.ctx, slog.LevelInfo, "cron job replaced",
 			slog.String("job", e.name), slog.String("interval", every.String()))
 	}
 	if leased {

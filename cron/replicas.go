@@ -212,13 +212,13 @@ func (r *Runtime) beat(ctx context.Context) {
 				// tick, which works and costs more. A Redis that does not
 				// answer is the claims' to report (admission failed).
 				failing = true
-				r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime could not beat in its replica registry; it claims every slot at its tick until it can",
+				r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime could not beat in its replica registry; it claims every slot at its tick until it can",
 					slog.Any("error", err))
 			case err != nil:
-				r.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not beat in its replica registry", slog.Any("error", err))
+				r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not beat in its replica registry", slog.Any("error", err))
 			case failing:
 				failing = false
-				r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime beats in its replica registry again")
+				r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime beats in its replica registry again")
 			}
 			grp := views[key]
 			if grp == nil {
@@ -279,7 +279,7 @@ func (r *Runtime) farewell(mine map[string]redisscript.Client) {
 // leave takes this replica out of registry key.
 func (r *Runtime) leave(ctx context.Context, c redisscript.Client, key string) {
 	if err := redisscript.Process(ctx, c, redis.NewIntCmd(ctx, "zrem", key, r.replica)); err != nil {
-		r.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not leave its replica registry", slog.Any("error", err))
+		r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not leave its replica registry", slog.Any("error", err))
 	}
 }
 

@@ -64,7 +64,7 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 		case *redis.Subscription:
 			if refused && v.Kind == "subscribe" {
 				refused, backoff = false, requestRetry
-				r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime hears run-now requests again",
+				r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime hears run-now requests again",
 					slog.String("channel", record.RunNowChannel))
 			}
 			continue
@@ -95,7 +95,7 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 		if errors.As(err, &reply) {
 			if !refused {
 				refused = true
-				r.log.LogAttrs(ctx, slog.LevelError, "cron runtime can't hear run-now requests: Redis refused its subscription; a requested run waits for its job's next tick",
+				r.rep.log.LogAttrs(ctx, slog.LevelError, "cron runtime can't hear run-now requests: Redis refused its subscription; a requested run waits for its job's next tick",
 					slog.String("channel", record.RunNowChannel), slog.Any("error", err))
 			}
 			wait, backoff = backoff, min(2*backoff, refusedRetryMax)
@@ -123,7 +123,7 @@ func (r *Runtime) passRequest(ctx context.Context, a *runArgs, s *jobState) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
 	defer cancel()
 	if err := announce(pctx, s.C, s.Name); err != nil {
-		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
+		r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}
 }

@@ -83,7 +83,7 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 		// of this replica's failed attempt is the slot's last hope, so
 		// its loss is said; a follow-up is another replica's business.
 		if mode == modeRetry {
-			r.log.Warn("cron job's slot ends before its retry is due; the slot is not retried",
+			r.rep.log.Warn("cron job's slot ends before its retry is due; the slot is not retried",
 				slog.String("job", e.name), slog.String("slot", slot.String()),
 				slog.Time("retry_due", r.now().Add(d)), slog.Time("slot_end", end))
 		}
@@ -176,7 +176,7 @@ func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id s
 		s := e.admit.state
 		if !r.planLook(e, s, mode, slot, id, afterRunPoll(s)) {
 			r.mu.Unlock()
-			r.skipped(r.ctx, &Tick{Scheduled: slot.Start, Slot: slot, Started: r.now(), Job: e.name, Attempt: 1}, ReasonStillRunning)
+			r.rep.skipped(r.ctx, &Tick{Scheduled: slot.Start, Slot: slot, Started: r.now(), Job: e.name, Attempt: 1}, ReasonStillRunning)
 			return true
 		}
 		r.mu.Unlock()
@@ -199,7 +199,7 @@ func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id s
 	r.offRuns[e]++
 	r.inflight.Add(1)
 	r.mu.Unlock()
-	r.alone(r.ctx, a)
+	r.pool.alone(r.ctx, a)
 	return true
 }
 
@@ -262,7 +262,7 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *record.Ru
 		c, err = s.complete(cctx, held, a.tick.Attempt, a.tick.Scheduled, runErr, next)
 		cancel()
 		if err == nil {
-			r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",
+			r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",
 				slog.String("job", a.tick.Job), slog.Uint64("tick", a.tick.Run), slog.Bool("held", c.held))
 			return c, nil
 		}

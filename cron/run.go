@@ -65,7 +65,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 			err := errGoexit
 			if v := recover(); v != nil {
 				err = &PanicError{Value: v, Stack: debug.Stack()}
-				r.report(ctx, a, err, end.Sub(begin))
+				r.rep.report(ctx, a, err, end.Sub(begin))
 			}
 			if held != nil {
 				r.complete(ctx, a, held, err, end)
@@ -89,24 +89,24 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 		}
 	}
 
-	if r.log.Enabled(ctx, slog.LevelInfo) {
-		r.logRunStart(ctx, a)
+	if r.rep.log.Enabled(ctx, slog.LevelInfo) {
+		r.rep.logRunStart(ctx, a)
 	}
-	if r.observer.RunStarted != nil {
-		r.runStarted(t)
+	if r.rep.observer.RunStarted != nil {
+		r.rep.runStarted(t)
 	}
 	// The clock is read only for whoever needs the run's times: the
 	// observer, the logger, a policy that counts from a run's end, a
 	// leased job's record, or the choice between a goroutine of its own
 	// and the workers (which a run in a worker leaves to its straggler
 	// timer).
-	timed := a.alone || r.observer.RunFinished != nil || r.log.Enabled(ctx, slog.LevelError)
+	timed := a.alone || r.rep.observer.RunFinished != nil || r.rep.log.Enabled(ctx, slog.LevelError)
 	if timed {
 		begin = r.now()
 	}
 	inProcess = true
 	var err error
-	if held != nil || a.admit != nil || r.observer.RunContext != nil {
+	if held != nil || a.admit != nil || r.rep.observer.RunContext != nil {
 		err = r.process(ctx, a, held)
 	} else {
 		err = a.job.Process(ctx, *t)
@@ -125,7 +125,7 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 		// quick.
 		e.setQuick(!a.admit.waits() && took < stragglerAfter)
 	}
-	r.report(ctx, a, err, took)
+	r.rep.report(ctx, a, err, took)
 	if held != nil {
 		r.complete(ctx, a, held, err, end)
 	}
@@ -139,24 +139,24 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*record.RunLease, b
 	if ad.check != nil && a.mode != modeSkip { // a skip runs nothing to admit
 		admitted, reason, err := admit(ctx, ad.check, t)
 		if err != nil {
-			r.admissionFailed(ctx, ad, t, err)
+			r.rep.admissionFailed(ctx, ad, t, err)
 			return nil, false
 		}
 		if !admitted {
 			if ad.failures.Load() > 0 {
-				r.admissionRecovered(ctx, ad, t)
+				r.rep.admissionRecovered(ctx, ad, t)
 			}
 			if reason == "" {
 				reason = ReasonNotAdmitted
 			}
-			r.skipped(ctx, t, reason)
+			r.rep.skipped(ctx, t, reason)
 			return nil, false
 		}
 	}
 	s := ad.state
 	if s == nil {
 		if ad.failures.Load() > 0 {
-			r.admissionRecovered(ctx, ad, t)
+			r.rep.admissionRecovered(ctx, ad, t)
 		}
 		return nil, true
 	}
@@ -192,7 +192,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*record.RunLease, b
 			// alone does not lose it (seed 38401).
 			if r.lookAfterRun(a.e, s, t.Slot, a.slot) {
 				c.quiet = true
-				r.log.LogAttrs(ctx, slog.LevelDebug, msgLookAfterRun,
+				r.rep.log.LogAttrs(ctx, slog.LevelDebug, msgLookAfterRun,
 					slog.String("job", t.Job), slog.String("slot", t.Slot.String()))
 			}
 			c.reason = ReasonStillRunning
@@ -201,17 +201,17 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*record.RunLease, b
 	if err != nil {
 		if a.mode == modeLook {
 			// Not a tick: the tick was reported skipped already.
-			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's look at its slot after an outage failed; looking again",
+			r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's look at its slot after an outage failed; looking again",
 				slog.String("job", t.Job), slog.Time("scheduled", t.Scheduled), slog.Any("error", err))
 		} else {
-			r.admissionFailed(ctx, ad, t, err)
+			r.rep.admissionFailed(ctx, ad, t, err)
 		}
 		r.lookAgainAfterError(a)
 		r.helloAfterError(a.e, s)
 		return nil, false
 	}
 	if ad.failures.Load() > 0 {
-		r.admissionRecovered(ctx, ad, t)
+		r.rep.admissionRecovered(ctx, ad, t)
 	}
 	if claim && mode == modeTick && c.reason == ReasonTooLate {
 		// The replica answered the tick itself, after its slot's claim
@@ -223,7 +223,7 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*record.RunLease, b
 	if c.recorded != "" {
 		// R20: this claim recorded the slot skipped; the other
 		// replicas see it recorded.
-		r.skipRecorded(ctx, t, c.recorded)
+		r.rep.skipRecorded(ctx, t, c.recorded)
 	}
 	if c.run == nil {
 		if c.early {
@@ -232,14 +232,14 @@ func (r *Runtime) admitRun(ctx context.Context, a *runArgs) (*record.RunLease, b
 			// without recording a skip: look at the slot again when they
 			// are due, by both clocks (E13, then E1).
 			d := max(c.due.Sub(r.now()), c.wait, time.Millisecond)
-			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's tick came before its slot is due; looking again then",
+			r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's tick came before its slot is due; looking again then",
 				slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.String("reason", c.reason),
 				slog.Duration("in", d))
 			r.lookAgain(a.e, s, modeDue, t.Slot, c.slot, d)
 			return nil, false
 		}
 		if !c.quiet && c.reason != "" && c.recorded == "" {
-			r.skipped(ctx, t, c.reason)
+			r.rep.skipped(ctx, t, c.reason)
 		}
 		r.followUp(a, c)
 		return nil, false
@@ -293,10 +293,10 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *record.RunLeas
 	cancel()
 	if errors.Is(cerr, lock.ErrNotReplicated) {
 		// R18: the master has the completion, its replicas may not.
-		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was recorded, but not acknowledged by enough replicas; recording it again",
+		r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was recorded, but not acknowledged by enough replicas; recording it again",
 			slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 		if c, cerr = r.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
-			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was not acknowledged by enough replicas; a failover may run its slot again",
+			r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was not acknowledged by enough replicas; a failover may run its slot again",
 				slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 			return
 		}
@@ -308,16 +308,16 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *record.RunLeas
 		if a.admit.failures.Add(1) == 1 {
 			level = slog.LevelError
 		}
-		r.log.LogAttrs(ctx, level, "cron job's run could not be recorded; trying again while its slot lasts",
+		r.rep.log.LogAttrs(ctx, level, "cron job's run could not be recorded; trying again while its slot lasts",
 			slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 		if c, cerr = r.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
-			r.log.LogAttrs(ctx, slog.LevelDebug, "cron job's run was not recorded; its run lease runs out by itself",
+			r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's run was not recorded; its run lease runs out by itself",
 				slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
 			return
 		}
 	}
 	if !c.held {
-		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run ended after its run lease was lost",
+		r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run ended after its run lease was lost",
 			slog.String("job", t.Job), slog.Uint64("tick", t.Run))
 		// R12: a claim recorded the run lost (C1), or a failover or the
 		// record's loss undid the claim, and another replica may have
@@ -330,7 +330,7 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *record.RunLeas
 		return
 	}
 	if c.closed {
-		r.log.LogAttrs(ctx, slog.LevelWarn, "cron job's slot failed: its claim window ends before its retry would be due",
+		r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's slot failed: its claim window ends before its retry would be due",
 			slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Int("attempt", t.Attempt))
 	}
 	if c.open {
@@ -342,9 +342,6 @@ func (r *Runtime) complete(ctx context.Context, a *runArgs, held *record.RunLeas
 		r.passRequest(ctx, a, s)
 	}
 }
-
-// runStarted tells the observer that a run starts.
-func (r *Runtime) runStarted(t *Tick) { r.observer.RunStarted(*t) }
 
 // admit calls an admission, turning a panic into a *PanicError: a broken
 // admission fails closed, like one that returns an error. Like run's
@@ -363,153 +360,4 @@ func admit(ctx context.Context, a Admission, t *Tick) (admitted bool, reason str
 	admitted, reason, err = a(ctx, *t)
 	returned = true
 	return admitted, reason, err
-}
-
-// report logs a finished run and tells the observer. The log records are
-// built in functions of their own, only when the logger wants them, so that
-// a run's goroutine stays within its initial stack when logging is off.
-func (r *Runtime) report(ctx context.Context, a *runArgs, err error, took time.Duration) {
-	t := &a.tick
-	level := slog.LevelInfo
-	if err != nil {
-		level = slog.LevelError
-	}
-	if r.log.Enabled(ctx, level) {
-		r.logRun(ctx, level, a, err, took)
-	}
-	if r.observer.RunFinished != nil {
-		r.observer.RunFinished(*t, err, took)
-	}
-}
-
-// runAttrs returns the attributes that a run's records begin with. A
-// leased run is named alike on every replica by its job, slot and attempt
-// (tick numbers each replica's own ticks); the record's and the lease's
-// keys, which a reader of the logs seldom needs, come at Debug only.
-func (r *Runtime) runAttrs(ctx context.Context, a *runArgs, more int) []slog.Attr {
-	t := &a.tick
-	attrs := make([]slog.Attr, 0, 8+more)
-	attrs = append(attrs,
-		slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Uint64("tick", t.Run),
-		slog.Time("scheduled", t.Scheduled))
-	if a.admit != nil && a.admit.state != nil {
-		attrs = append(attrs, slog.Int("attempt", t.Attempt))
-		if t.Trigger != TriggerSchedule {
-			attrs = append(attrs, slog.String("trigger", t.Trigger.String()))
-		}
-		if r.log.Enabled(ctx, slog.LevelDebug) {
-			attrs = append(attrs, slog.String("record", a.admit.state.Keys[0]))
-			if len(a.admit.state.Keys) > 2 {
-				attrs = append(attrs, slog.String("lease", a.admit.state.Keys[2]))
-			}
-		}
-	}
-	return attrs
-}
-
-func (r *Runtime) logRunStart(ctx context.Context, a *runArgs) {
-	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job started", r.runAttrs(ctx, a, 0)...)
-}
-
-func (r *Runtime) logRun(ctx context.Context, level slog.Level, a *runArgs, err error, took time.Duration) {
-	attrs := append(r.runAttrs(ctx, a, 4), slog.Duration("duration", took))
-	msg := "cron job finished"
-	if p, ok := err.(*PanicError); ok {
-		msg = "cron job panicked"
-		attrs = append(attrs, slog.String("outcome", "panic"), slog.Any("panic", p.Value), slog.String("stack", string(p.Stack)))
-	} else if err != nil {
-		o := outcome(err)
-		msg = "cron job failed"
-		if o == "timeout" {
-			msg = "cron job ran past its deadline"
-		}
-		attrs = append(attrs, slog.String("outcome", o), slog.Any("error", err))
-	} else {
-		attrs = append(attrs, slog.String("outcome", "ok"))
-	}
-	r.log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// admissionFailed skips a tick whose admission failed (Redis, for a
-// lease), and tells the observer. Only the first failure of a row is logged
-// at Error; the rest, one per tick while the outage lasts, at Debug.
-func (r *Runtime) admissionFailed(ctx context.Context, ad *admission, t *Tick, err error) {
-	ad.failedSince.CompareAndSwap(0, t.Started.UnixNano())
-	level, msg := slog.LevelDebug, "cron job skipped a run"
-	if ad.failures.Add(1) == 1 {
-		level, msg = slog.LevelError, "cron job's admission failed; its runs are skipped until it succeeds"
-	}
-	if r.log.Enabled(ctx, level) {
-		r.logSkip(ctx, level, msg, t, ReasonAdmissionFailed, err)
-	}
-	if r.observer.RunSkipped != nil {
-		r.observer.RunSkipped(*t, ReasonAdmissionFailed, err)
-	}
-}
-
-// admissionRecovered logs the end of a row of admission failures, once the
-// admission answered again, admitting the tick t or not.
-func (r *Runtime) admissionRecovered(ctx context.Context, ad *admission, t *Tick) {
-	n := ad.failures.Swap(0)
-	since := ad.failedSince.Swap(0)
-	if n == 0 { // another run of the job logged it
-		return
-	}
-	r.log.LogAttrs(ctx, slog.LevelInfo, "cron job's admission succeeded again",
-		slog.String("job", t.Job), slog.Uint64("tick", t.Run),
-		slog.Uint64("skipped", uint64(n)), slog.Duration("down", t.Started.Sub(time.Unix(0, since))))
-}
-
-// skipped logs a tick that did not run, because the job's previous run was
-// still going or its admission refused it, and tells the observer.
-func (r *Runtime) skipped(ctx context.Context, t *Tick, reason string) {
-	level := slog.LevelWarn
-	switch reason {
-	case ReasonStillRunning, ReasonTooManyRuns, ReasonTooLate, ReasonNotReplicated:
-	default:
-		// The admission refused: another replica has the run, as
-		// planned, and logs it there at Info.
-		level = slog.LevelDebug
-	}
-	if r.log.Enabled(ctx, level) {
-		r.logSkip(ctx, level, "cron job skipped a run", t, reason, nil)
-	}
-	if r.observer.RunSkipped != nil {
-		r.observer.RunSkipped(*t, reason, nil)
-	}
-}
-
-// skipRecorded logs, at Warn, a tick whose slot this replica's claim
-// recorded skipped in the record and its history (R20), and tells the
-// observer with its reason: one replica does, so a count of skips summed
-// over the replicas counts the slots skipped.
-func (r *Runtime) skipRecorded(ctx context.Context, t *Tick, reason string) {
-	if r.log.Enabled(ctx, slog.LevelWarn) {
-		r.logSkip(ctx, slog.LevelWarn, msgSkipRecorded, t, reason, nil)
-	}
-	if r.observer.RunSkipped != nil {
-		r.observer.RunSkipped(*t, reason, nil)
-	}
-}
-
-// msgSkipRecorded is the message of skipRecorded's log record.
-const msgSkipRecorded = "cron job skipped a slot; recorded in its history"
-
-func (r *Runtime) logSkip(ctx context.Context, level slog.Level, msg string, t *Tick, reason string, err error) {
-	attrs := []slog.Attr{
-		slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Uint64("tick", t.Run),
-		slog.Time("scheduled", t.Scheduled), slog.String("reason", reason),
-	}
-	if err != nil {
-		attrs = append(attrs, slog.Any("error", err))
-	}
-	r.log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// logLate logs a tick that came more than a period late, which runs once
-// for all the ticks it stands for.
-func (r *Runtime) logLate(ctx context.Context, a *runArgs) {
-	r.log.LogAttrs(ctx, slog.LevelWarn, "cron job is late; missed ticks run once",
-		slog.String("job", a.tick.Job), slog.Uint64("tick", a.tick.Run),
-		slog.Time("scheduled", a.tick.Scheduled), slog.Duration("late", a.late))
 }

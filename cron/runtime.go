@@ -46,8 +46,7 @@ func (e *InvalidJobError) Unwrap() error { return e.Err }
 // ([Runtime.Add], [Runtime.Remove], [Runtime.Replace]). Its methods are
 // safe for concurrent use.
 type Runtime struct {
-	log        *slog.Logger
-	observer   Observer
+	rep        reporter
 	maxOverlap int
 	replica    string
 	now        func() time.Time
@@ -70,10 +69,8 @@ type Runtime struct {
 	// the scheduler exists) touches it.
 	batch []*runArgs
 
-	// work is the FIFO of runs waiting for a worker (see workers.go), and
-	// workers counts the goroutines that take them.
-	work    chan *chunk
-	workers sync.WaitGroup
+	// pool runs what the scheduler hands out (see workers.go).
+	pool *pool
 
 	mu         sync.Mutex
 	queue      queue                         // jobs waiting for their next tick, by due time
@@ -93,13 +90,6 @@ type Runtime struct {
 	idle     chan struct{} // closed (once) when stopped and inflight is 0
 	idleOnce sync.Once
 	stopLog  sync.Once // the record that the runtime stopped
-
-	// The runs in progress that Remove may have to cancel (see
-	// workers.go): the workers, each on one run at a time, and the runs in
-	// a goroutine of their own.
-	runsMu    sync.Mutex
-	workerSet map[*worker]struct{}
-	aloneRuns map[*runArgs]context.CancelCauseFunc
 
 	// The leased jobs by lease name, and the Pub/Sub subscriptions on
 	// which their run-now requests come, one per client (guarded by mu),
@@ -249,8 +239,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	lctx, endListens := context.WithCancel(ctx)
 	r := &Runtime{
-		log:           o.log.With(slog.String("replica", o.replica)),
-		observer:      o.observer,
+		rep:           reporter{log: o.log.With(slog.String("replica", o.replica)), observer: o.observer},
 		maxOverlap:    o.maxOverlap,
 		replica:       o.replica,
 		now:           o.now,
@@ -268,13 +257,11 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		admissions:    o.admissions,
 		removing:      make(map[*entry]chan struct{}),
 		offRuns:       make(map[*entry]int),
-		workerSet:     make(map[*worker]struct{}),
-		aloneRuns:     make(map[*runArgs]context.CancelCauseFunc),
 		leased:        make(map[string]*entry),
 		listening:     make(map[any]bool),
 		batch:         make([]*runArgs, 0, dispatchChunk),
-		work:          make(chan *chunk, workQueue),
 	}
+	r.pool = newPool(r.run, r.idle)
 	fail := func(err error) (*Runtime, error) {
 		cancel(err)
 		return nil, err
@@ -334,10 +321,10 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		}
 	}
 	r.mu.Unlock()
-	if r.log.Enabled(ctx, slog.LevelInfo) {
-		r.logStart(ctx, entries)
+	if r.rep.log.Enabled(ctx, slog.LevelInfo) {
+		r.rep.logStart(ctx, entries)
 	}
-	r.startWorkers(ctx)
+	r.pool.start(ctx)
 	next, ok := r.dispatch(ctx) // the startup runs
 	go r.loop(ctx, next, ok)
 	r.initial = entries
@@ -487,16 +474,6 @@ func (e *entry) due(start time.Time) int64 {
 	return e.every.Due(e.name, start).UnixNano()
 }
 
-// logStart logs the runtime's start, with its jobs' names.
-func (r *Runtime) logStart(ctx context.Context, entries []entry) {
-	names := make([]string, len(entries))
-	for i := range entries {
-		names[i] = entries[i].name
-	}
-	r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime started",
-		slog.Int("jobs", len(entries)), slog.Any("names", names))
-}
-
 // loop is the scheduler: it sleeps until the earliest due tick, or until a
 // finished run or Shutdown wakes it, and dispatches what is due. next and
 // ok are what the first dispatch, in Start, returned.
@@ -562,10 +539,10 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 	for i, a := range r.batch {
 		r.batch[i] = nil
 		if a.late > 0 {
-			r.logLate(ctx, a)
+			r.rep.logLate(ctx, a)
 		}
 		if a.noMore {
-			r.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
+			r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job has no further slots and stops",
 				slog.String("job", a.tick.Job), slog.String("interval", a.every.String()))
 		}
 		if a.skip != "" {
@@ -581,12 +558,12 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 				r.offSchedule(e, modeSkip, slot, "")
 				continue
 			}
-			r.skipped(ctx, &a.tick, a.skip)
+			r.rep.skipped(ctx, &a.tick, a.skip)
 			putRun(a)
 			continue
 		}
 		if !a.e.quick() {
-			r.alone(ctx, a)
+			r.pool.alone(ctx, a)
 			continue
 		}
 		if c == nil {
@@ -594,12 +571,12 @@ func (r *Runtime) startBatch(ctx context.Context, full bool) {
 		}
 		c.add(a)
 		if !full {
-			r.hand(ctx, c)
+			r.pool.hand(ctx, c)
 			c = nil
 		}
 	}
 	if c != nil {
-		r.hand(ctx, c)
+		r.pool.hand(ctx, c)
 	}
 	r.batch = r.batch[:0]
 }

@@ -48,7 +48,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	if first {
-		r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime shutting down", slog.Int64("runs", r.inflight.Load()))
+		r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime shutting down", slog.Int64("runs", r.inflight.Load()))
 	}
 
 	// The scheduler only hands runs to the workers and reports skipped
@@ -60,7 +60,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	<-r.loopDone
 	if !r.listenersEnded(ctx) {
 		r.cancel(ErrShutdown)
-		r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its calls to Redis",
+		r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its calls to Redis",
 			slog.Int64("runs", r.inflight.Load()))
 		return ctx.Err()
 	}
@@ -72,16 +72,16 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		case <-r.idle:
 		default:
 			r.cancel(ErrShutdown)
-			r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its runs; their contexts are cancelled",
+			r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its runs; their contexts are cancelled",
 				slog.Int64("runs", r.inflight.Load()))
 			return ctx.Err()
 		}
 	}
 	// The workers end as soon as they see the runtime idle.
-	r.workers.Wait()
+	r.pool.wait()
 	// Nothing uses the context any more; cancelling it releases it.
 	r.cancel(ErrShutdown)
-	r.stopLog.Do(func() { r.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime stopped") })
+	r.stopLog.Do(func() { r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime stopped") })
 	return nil
 }
 

@@ -57,14 +57,14 @@ func (r *Runtime) watchSkew(ctx context.Context) {
 		case err != nil && ctx.Err() != nil:
 			return // Shutdown ended the call
 		case err != nil:
-			r.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not compare its clock with Redis's", slog.Any("error", err))
+			r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not compare its clock with Redis's", slog.Any("error", err))
 		default:
 			if skew > limit || skew < -limit {
-				r.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime's clock disagrees with Redis's",
+				r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime's clock disagrees with Redis's",
 					slog.Duration("skew", skew), slog.Duration("limit", limit))
 			}
-			if r.observer.ClockSkew != nil {
-				r.observer.ClockSkew(skew)
+			if r.rep.observer.ClockSkew != nil {
+				r.rep.observer.ClockSkew(skew)
 			}
 		}
 		timer.Reset(SkewCheckEvery)

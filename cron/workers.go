@@ -81,6 +81,38 @@ func (c *chunk) release() {
 	}
 }
 
+// pool is the runtime's workers and the runs in goroutines of their own:
+// it runs what the scheduler hands it, and cancels a removed job's runs.
+type pool struct {
+	run  func(ctx context.Context, a *runArgs) // Runtime.run
+	idle <-chan struct{}                       // closed when the runtime is stopped and idle
+
+	// work is the FIFO of chunks waiting for a worker, and workers counts
+	// the goroutines that take them and the runs of their own.
+	work    chan *chunk
+	workers sync.WaitGroup
+
+	// The runs in progress that Remove may have to cancel: the workers,
+	// each on one run at a time, and the runs in a goroutine of their own.
+	runsMu    sync.Mutex
+	workerSet map[*worker]struct{}
+	aloneRuns map[*runArgs]context.CancelCauseFunc
+}
+
+// newPool returns a pool that runs its runs with run, and whose workers
+// end once idle is closed. start starts them.
+func newPool(run func(context.Context, *runArgs), idle <-chan struct{}) *pool {
+	return &pool{
+		run: run, idle: idle,
+		work:      make(chan *chunk, workQueue),
+		workerSet: make(map[*worker]struct{}),
+		aloneRuns: make(map[*runArgs]context.CancelCauseFunc),
+	}
+}
+
+// wait waits for the workers and the runs of their own to end.
+func (p *pool) wait() { p.workers.Wait() }
+
 // runs are the arguments of runs, reused: a tick allocates nothing.
 var runs = sync.Pool{New: func() any { return new(runArgs) }}
 
@@ -93,26 +125,26 @@ func putRun(a *runArgs) {
 
 // alone runs a in a goroutine of its own, under a context of its own that
 // Remove can cancel.
-func (r *Runtime) alone(ctx context.Context, a *runArgs) {
+func (p *pool) alone(ctx context.Context, a *runArgs) {
 	a.alone = true
-	r.workers.Add(1)
+	p.workers.Add(1)
 	go func() {
-		defer r.workers.Done()
+		defer p.workers.Done()
 		ctx, cancel := context.WithCancelCause(ctx)
-		r.runsMu.Lock()
-		r.aloneRuns[a] = cancel
-		r.runsMu.Unlock()
+		p.runsMu.Lock()
+		p.aloneRuns[a] = cancel
+		p.runsMu.Unlock()
 		returned := false
 		defer func() {
-			r.runsMu.Lock()
-			delete(r.aloneRuns, a)
-			r.runsMu.Unlock()
+			p.runsMu.Lock()
+			delete(p.aloneRuns, a)
+			p.runsMu.Unlock()
 			cancel(nil)
 			if returned { // else the job called runtime.Goexit: a is dropped
 				putRun(a)
 			}
 		}()
-		r.run(ctx, a)
+		p.run(ctx, a)
 		returned = true
 	}()
 }
@@ -135,59 +167,59 @@ type worker struct {
 }
 
 // startWorkers starts the runtime's workers.
-func (r *Runtime) startWorkers(ctx context.Context) {
+func (p *pool) start(ctx context.Context) {
 	for range workerCount() {
-		r.workers.Add(1)
-		go r.worker(ctx, nil, true)
+		p.workers.Add(1)
+		go p.worker(ctx, nil, true)
 	}
 }
 
 // hand gives a chunk to the workers.
-func (r *Runtime) hand(ctx context.Context, c *chunk) {
+func (p *pool) hand(ctx context.Context, c *chunk) {
 	select {
-	case r.work <- c:
+	case p.work <- c:
 	default:
 		// Every worker is busy and the FIFO is full: a goroutine of its
 		// own, which ends with the chunk.
-		r.workers.Add(1)
-		go r.worker(ctx, c, false)
+		p.workers.Add(1)
+		go p.worker(ctx, c, false)
 	}
 }
 
 // worker runs chunks: c first, if not nil, then, if it stays, chunks from
 // the FIFO until the runtime is stopped and idle. It ends early when
 // another goroutine replaced it (see stragglerAfter).
-func (r *Runtime) worker(ctx context.Context, c *chunk, stay bool) {
+func (p *pool) worker(ctx context.Context, c *chunk, stay bool) {
 	w := new(worker)
 	w.ctx, w.cancel = context.WithCancelCause(ctx)
-	r.runsMu.Lock()
-	r.workerSet[w] = struct{}{}
-	r.runsMu.Unlock()
+	p.runsMu.Lock()
+	p.workerSet[w] = struct{}{}
+	p.runsMu.Unlock()
 	returned := false
 	defer func() {
-		r.runsMu.Lock()
-		delete(r.workerSet, w)
-		r.runsMu.Unlock()
+		p.runsMu.Lock()
+		delete(p.workerSet, w)
+		p.runsMu.Unlock()
 		w.mu.Lock()
 		w.cancel(nil)
 		w.mu.Unlock()
 		if !returned {
 			// A job called runtime.Goexit, which ends this goroutine:
 			// what it held goes on without it.
-			r.goexited(ctx, w, stay)
+			p.goexited(ctx, w, stay)
 		}
-		r.workers.Done()
+		p.workers.Done()
 	}()
 	for {
 		if c != nil {
-			if r.runChunk(ctx, w, c, stay) || !stay {
+			if p.runChunk(ctx, w, c, stay) || !stay {
 				returned = true
 				return
 			}
 		}
 		select {
-		case c = <-r.work:
-		case <-r.idle:
+		case c = <-p.work:
+		case <-p.idle:
 			returned = true
 			return
 		}
@@ -196,12 +228,12 @@ func (r *Runtime) worker(ctx context.Context, c *chunk, stay bool) {
 
 // runChunk runs the runs of c that nobody else claimed, and reports
 // whether another goroutine replaced the worker meanwhile.
-func (r *Runtime) runChunk(ctx context.Context, w *worker, c *chunk, stay bool) bool {
+func (p *pool) runChunk(ctx context.Context, w *worker, c *chunk, stay bool) bool {
 	w.mu.Lock()
 	w.chunk = c
 	w.mu.Unlock()
 	if w.timer == nil {
-		w.timer = time.AfterFunc(stragglerAfter, func() { r.straggling(ctx, w, stay) })
+		w.timer = time.AfterFunc(stragglerAfter, func() { p.straggling(ctx, w, stay) })
 	} else {
 		w.timer.Reset(stragglerAfter)
 	}
@@ -214,7 +246,7 @@ func (r *Runtime) runChunk(ctx context.Context, w *worker, c *chunk, stay bool) 
 		}
 		rctx := w.ctx
 		w.mu.Unlock()
-		r.run(rctx, a)
+		p.run(rctx, a)
 		putRun(a)
 	}
 	w.timer.Stop()
@@ -229,7 +261,7 @@ func (r *Runtime) runChunk(ctx context.Context, w *worker, c *chunk, stay bool) 
 
 // straggling is called when w has been on its chunk for stragglerAfter: a
 // new goroutine takes the rest of the chunk and w's place.
-func (r *Runtime) straggling(ctx context.Context, w *worker, stay bool) {
+func (p *pool) straggling(ctx context.Context, w *worker, stay bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.chunk
@@ -243,14 +275,14 @@ func (r *Runtime) straggling(ctx context.Context, w *worker, stay bool) {
 	}
 	w.replaced = true
 	c.refs.Add(1)
-	r.workers.Add(1) // w is counted, so the count is not 0
-	go r.worker(ctx, c, stay)
+	p.workers.Add(1) // w is counted, so the count is not 0
+	go p.worker(ctx, c, stay)
 }
 
 // goexited hands on what a worker held when a job's runtime.Goexit ended
 // its goroutine: the rest of its chunk and, for a worker that stays, its
 // place.
-func (r *Runtime) goexited(ctx context.Context, w *worker, stay bool) {
+func (p *pool) goexited(ctx context.Context, w *worker, stay bool) {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
@@ -262,7 +294,27 @@ func (r *Runtime) goexited(ctx context.Context, w *worker, stay bool) {
 	case replaced && c != nil:
 		c.release()
 	case !replaced:
-		r.workers.Add(1) // this goroutine is still counted
-		go r.worker(ctx, c, stay)
+		p.workers.Add(1) // this goroutine is still counted
+		go p.worker(ctx, c, stay)
+	}
+}
+
+// cancelRuns cancels the contexts of e's runs in progress with cause.
+func (p *pool) cancel(e *entry, cause error) {
+	p.runsMu.Lock()
+	defer p.runsMu.Unlock()
+	for w := range p.workerSet {
+		w.mu.Lock()
+		if w.running == e && !w.cancelled {
+			// Its next run gets a new context (see runChunk).
+			w.cancel(cause)
+			w.cancelled = true
+		}
+		w.mu.Unlock()
+	}
+	for a, cancel := range p.aloneRuns {
+		if a.e == e {
+			cancel(cause)
+		}
 	}
 }
