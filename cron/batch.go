@@ -12,23 +12,23 @@ import (
 // completions: the runtime's record.Batcher of s's client, one per client,
 // if s's DB waits for no replicas and its client can key a map; else the
 // client itself.
-func (r *Runtime) batchFor(s *jobState) (redisscript.Client, redisscript.Client) {
+func (l *leasedJobs) batchFor(s *jobState) (redisscript.Client, redisscript.Client) {
 	if s.Repl.N > 0 || !reflect.ValueOf(s.C).Comparable() {
 		return s.C, s.C
 	}
-	r.batchMu.Lock()
-	defer r.batchMu.Unlock()
-	b := r.batches[s.C]
+	l.batchMu.Lock()
+	defer l.batchMu.Unlock()
+	b := l.batches[s.C]
 	if b == nil {
-		if r.batches == nil {
-			r.batches = make(map[any]*record.Batcher)
+		if l.batches == nil {
+			l.batches = make(map[any]*record.Batcher)
 		}
 		size := 0
 		if cronhook.BatchSize != nil {
 			size = cronhook.BatchSize(s.C)
 		}
 		b = record.NewBatcher(s.C, size)
-		r.batches[s.C] = b
+		l.batches[s.C] = b
 	}
 	return b, b.Later()
 }

@@ -14,37 +14,34 @@ import (
 // every replica missed, E6, the announcement of a job whose first tick is
 // to come, and the run-now listeners and retry timers it starts and stops.
 
-// helloTimeout bounds the start's announcement of a job to Redis.
-const helloTimeout = 5 * time.Second
-
 // startRecords begins the work beside their schedules of the leased jobs
 // entries, which started at now (at the runtime's start, or an Add): the
 // catch-up runs, an announcement of each job whose first tick is still to
 // come (so that operators see it), and, for a client that has none yet, a
 // listener for run-now requests, and the clock check if it is not on yet.
 // Replace calls it with catchUp false: a replaced job does not catch up.
-func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*entry, catchUp bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped.Load() {
+func (l *leasedJobs) startRecords(ctx context.Context, now time.Time, entries []*entry, catchUp bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped.Load() {
 		return
 	}
-	// Counted under r.mu while not stopped: Shutdown waits for them
+	// Counted under l.mu while not stopped: Shutdown waits for them
 	// (see listenerEnded).
-	r.listenersRunning++
+	l.listenersRunning++
 	go func() {
-		defer r.listenerEnded()
+		defer l.listenerEnded()
 		for _, e := range entries {
-			if r.stopped.Load() {
+			if l.stopped.Load() {
 				return
 			}
-			r.mu.Lock()
+			l.mu.Lock()
 			every, leased := e.every.Interval, e.admit != nil && e.admit.state != nil
 			var s *jobState
 			if leased {
 				s = e.admit.state
 			}
-			r.mu.Unlock()
+			l.mu.Unlock()
 			if !leased {
 				continue // replaced by a job without a lease since
 			}
@@ -53,10 +50,10 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 				continue // its startup run claims it (a replaced job has none)
 			}
 			if slot, ok := catchUpSlot(every, s, now); ok && catchUp {
-				r.offSchedule(e, modeCatchUp, slot, "")
+				l.sched.offSchedule(e, modeCatchUp, slot, "")
 				continue
 			}
-			r.hello(ctx, r.lctx, e)
+			l.hello(ctx, l.lctx, e)
 		}
 	}()
 
@@ -72,18 +69,18 @@ func (r *Runtime) startRecords(ctx context.Context, now time.Time, entries []*en
 		if reflect.ValueOf(s.C).Comparable() {
 			key = s.C
 		}
-		if r.listening[key] {
+		if l.listening[key] {
 			continue
 		}
-		r.listening[key] = true
-		r.listenersRunning++
-		go r.listen(ctx, r.lctx, sub)
+		l.listening[key] = true
+		l.listenersRunning++
+		go l.listen(ctx, l.lctx, sub)
 	}
-	if !r.watchingSkew {
-		r.watchingSkew = true
-		r.listenersRunning += 2
-		go r.watchSkew(r.lctx)
-		go r.beat(r.lctx)
+	if !l.watchingSkew {
+		l.watchingSkew = true
+		l.listenersRunning += 2
+		go l.watchSkew(l.lctx)
+		go l.beat(l.lctx)
 	}
 }
 
@@ -112,52 +109,52 @@ const helloAgain, helloAgainMax = time.Second, time.Minute
 // tick (C2), which after a deploy that lengthened the schedule may come
 // after the record's TTL (a paused job whose pause then expired ran:
 // simulator seed 3001870).
-func (r *Runtime) hello(ctx, lctx context.Context, e *entry) {
-	r.helloTry(ctx, lctx, e, helloAgain)
+func (l *leasedJobs) hello(ctx, lctx context.Context, e *entry) {
+	l.helloTry(ctx, lctx, e, helloAgain)
 }
 
 // helloAfterError announces e again, a back-off later, after Redis did not
 // answer one of its claims: whatever the claim was, its C2 did not keep the
 // record alive until the job's next tick. A job has one such chain of
 // announcements at a time.
-func (r *Runtime) helloAfterError(e *entry, s *jobState) {
+func (l *leasedJobs) helloAfterError(e *entry, s *jobState) {
 	if s.helloing.CompareAndSwap(false, true) {
-		r.helloLater(r.lctx, r.lctx, e, s, helloAgain)
+		l.helloLater(l.lctx, l.lctx, e, s, helloAgain)
 	}
 }
 
 // helloNow announces e at once, unless an announcement is on its way
 // already, and again with back-off while Redis does not answer.
-func (r *Runtime) helloNow(e *entry, s *jobState) {
+func (l *leasedJobs) helloNow(e *entry, s *jobState) {
 	if s.helloing.CompareAndSwap(false, true) {
-		go r.helloTry(r.lctx, r.lctx, e, helloAgain)
+		go l.helloTry(l.lctx, l.lctx, e, helloAgain)
 	}
 }
 
 // helloLater calls helloTry in wait, if the runtime still runs e with
 // the record s.
-func (r *Runtime) helloLater(ctx, lctx context.Context, e *entry, s *jobState, wait time.Duration) {
+func (l *leasedJobs) helloLater(ctx, lctx context.Context, e *entry, s *jobState, wait time.Duration) {
 	time.AfterFunc(wait, func() {
-		r.mu.Lock()
-		current := !r.stopped.Load() && e.state.Load()&stateRemoved == 0 && e.admit != nil && e.admit.state == s
-		r.mu.Unlock()
+		l.mu.Lock()
+		current := !l.stopped.Load() && e.state.Load()&stateRemoved == 0 && e.admit != nil && e.admit.state == s
+		l.mu.Unlock()
 		if current && lctx.Err() == nil {
-			r.helloTry(ctx, lctx, e, min(2*wait, helloAgainMax))
+			l.helloTry(ctx, lctx, e, min(2*wait, helloAgainMax))
 		} else {
 			s.helloing.Store(false)
 		}
 	})
 }
 
-func (r *Runtime) helloTry(ctx, lctx context.Context, e *entry, wait time.Duration) {
-	r.mu.Lock()
-	next, _ := r.nextDue(e) // none, for a job with no tick to come
+func (l *leasedJobs) helloTry(ctx, lctx context.Context, e *entry, wait time.Duration) {
+	l.mu.Lock()
+	next, _ := l.sched.nextDue(e) // none, for a job with no tick to come
 	t := Tick{Job: e.name, Scheduled: next, Slot: e.every.Plan(next, next).Slot}
 	var s *jobState
 	if e.admit != nil {
 		s = e.admit.state
 	}
-	r.mu.Unlock()
+	l.mu.Unlock()
 	if s == nil {
 		return // replaced by a job without a lease since
 	}
@@ -166,10 +163,10 @@ func (r *Runtime) helloTry(ctx, lctx context.Context, e *entry, wait time.Durati
 	c, err := s.claim(hctx, modeHello, &t, next, "")
 	if err != nil {
 		if lctx.Err() == nil {
-			r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced; trying again",
+			l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's record could not be announced; trying again",
 				slog.String("job", e.name), slog.Any("error", err), slog.Duration("in", wait))
 			s.helloing.Store(true)
-			r.helloLater(ctx, lctx, e, s, wait)
+			l.helloLater(ctx, lctx, e, s, wait)
 			return
 		}
 		s.helloing.Store(false)
@@ -179,48 +176,8 @@ func (r *Runtime) helloTry(ctx, lctx context.Context, e *entry, wait time.Durati
 	// R10: the record's slot, which a run of may yet fail or which waits
 	// for another attempt, is this replica's to follow up too (E3).
 	if c.follow {
-		if slot, ok := slotNamed(e.every.Interval, c.slot, r.now()); ok {
-			r.lookAgain(e, s, modeFollow, slot, c.slot, c.wait+time.Millisecond)
+		if slot, ok := slotNamed(e.every.Interval, c.slot, l.now()); ok {
+			l.lookAgain(e, s, modeFollow, slot, c.slot, c.wait+time.Millisecond)
 		}
-	}
-}
-
-// slotNamed returns the slot of every whose key is id among the latest
-// ones at now that a claim can still name (a Cron slot's claim window is
-// two of its lengths, so the latest three).
-func slotNamed(every interval.Interval, id string, now time.Time) (interval.Slot, bool) {
-	until := now
-	for range 3 {
-		slot, ok := every.LatestSlot(until.Add(-366*24*time.Hour), until)
-		if !ok {
-			return interval.Slot{}, false
-		}
-		if key, _ := slot.Key(); key == id {
-			return slot, true
-		}
-		until = slot.Start.Add(-time.Nanosecond)
-	}
-	return interval.Slot{}, false
-}
-
-// stopRecords stops the leased jobs' retry timers and run-now listeners.
-// r.mu is held; Shutdown waits for the listeners after releasing it.
-func (r *Runtime) stopRecords() {
-	r.endListens()
-	for _, e := range r.leased {
-		e.admit.state.stopRetry()
-	}
-	for _, c := range r.subs {
-		_ = c.Close()
-	}
-	r.subs = nil
-}
-
-// stopRetry stops the timer of this replica's next look at the job's
-// slot, if one is planned. Runtime.mu is held.
-func (s *jobState) stopRetry() {
-	if s.retry != nil {
-		s.retry.Stop()
-		s.retry = nil
 	}
 }

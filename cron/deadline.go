@@ -1,12 +1,8 @@
 package cron
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
 )
 
 // Deadlined is implemented by a job whose runs may take only so long each,
@@ -32,37 +28,6 @@ type Deadlined interface {
 // its job's deadline (see [Deadlined]), and is in the error the run is
 // reported with.
 var ErrRunDeadline = errors.New("cron: run deadline exceeded")
-
-// process calls a's Process, for a run that needs more than the call: a
-// context from the observer (a trace's span), a deadline, a lease to keep.
-// Like run, it calls recover nowhere: a panic goes through it to run's.
-func (r *Runtime) process(ctx context.Context, a *runArgs, held *record.RunLease) error {
-	if r.rep.observer.RunContext != nil {
-		ctx = r.rep.observer.RunContext(ctx, a.tick)
-	}
-	if a.admit == nil || a.admit.deadline <= 0 {
-		return call(ctx, a, held)
-	}
-	d := a.admit.deadline
-	dctx, cancel := context.WithTimeoutCause(ctx, d, ErrRunDeadline)
-	defer cancel()
-	err := call(dctx, a, held)
-	if context.Cause(dctx) != ErrRunDeadline || errors.Is(err, ErrRunDeadline) {
-		return err
-	}
-	if err == nil {
-		return fmt.Errorf("%w (%v)", ErrRunDeadline, d)
-	}
-	return fmt.Errorf("%w (%v): %w", ErrRunDeadline, d, err)
-}
-
-// call calls a's Process, under its run lease if held is not nil.
-func call(ctx context.Context, a *runArgs, held *record.RunLease) error {
-	if held != nil {
-		return processHeld(ctx, a.job, &a.tick, held)
-	}
-	return a.job.Process(ctx, a.tick)
-}
 
 // outcome names how a run that returned err ended, as the log records and
 // a leased job's record say: ok, error, panic, timeout, or lost (its run

@@ -2,6 +2,7 @@ package cron
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -212,3 +213,26 @@ func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
 }
+
+// ErrInvalidJob is the error [Start], [Runtime.Add] and [Runtime.Replace]
+// return, wrapped with the job's index or name, for a job they cannot run:
+// a nil job, a job whose Interval is the zero interval.Interval, a job with
+// an empty name, two jobs with one name, two [Leased] jobs with one lease
+// name, a Leased job whose lease has no name or can't work, or a negative
+// run deadline.
+var ErrInvalidJob = errors.New("cron: invalid job")
+
+// InvalidJobError is the error [Start] returns for a job it refuses: a
+// caller that made its jobs from a list (a builder, a configuration file)
+// learns which one from Index. Err wraps [ErrInvalidJob] and says what is
+// wrong; errors.Is(err, ErrInvalidJob) works through the InvalidJobError.
+type InvalidJobError struct {
+	Index int // the job's index in Start's jobs; of two jobs with one name, the second's
+	Err   error
+}
+
+// Error is Err's message.
+func (e *InvalidJobError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *InvalidJobError) Unwrap() error { return e.Err }

@@ -72,7 +72,7 @@ func (r *Runtime) Add(job Job) error {
 			slog.String("job", e.name), slog.String("interval", every.String()))
 	}
 	if e.admit != nil && e.admit.state != nil {
-		r.startRecords(r.ctx, now, []*entry{e}, true)
+		r.leased.startRecords(r.ctx, now, []*entry{e}, true)
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (r *Runtime) Remove(ctx context.Context, name string) error {
 	}
 	r.release(e.every)
 	if e.admit != nil && e.admit.state != nil {
-		delete(r.leased, e.admit.lease)
+		delete(r.leased.byLease, e.admit.lease)
 		e.admit.state.stopRetry()
 	}
 	e.state.Or(stateRemoved)
@@ -140,18 +140,6 @@ func (r *Runtime) Remove(ctx context.Context, name string) error {
 	r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job removed; gave up waiting for its runs, whose contexts are cancelled",
 		slog.String("job", name))
 	return ctx.Err()
-}
-
-// runEnded closes the channel Remove waits on once the last run of e,
-// which Remove took out, ended. r.mu is held.
-func (r *Runtime) runEnded(e *entry) {
-	if e.runs() > 0 || r.offRuns[e] > 0 {
-		return
-	}
-	if done := r.removing[e]; done != nil {
-		close(done)
-		delete(r.removing, e)
-	}
 }
 
 // Replace puts job in the place of the runtime's job of the same name: a
@@ -191,13 +179,13 @@ func (r *Runtime) Replace(job Job) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w %q: Replace: the runtime has no job of that name", ErrUnknownJob, n.name)
 	}
-	if err := r.checkLease(n, e); err != nil {
+	if err := r.leased.checkLease(n, e); err != nil {
 		r.mu.Unlock()
 		return err
 	}
 	var oldState *jobState
 	if old := e.admit; old != nil && old.state != nil {
-		delete(r.leased, old.lease)
+		delete(r.leased.byLease, old.lease)
 		oldState = old.state
 	}
 	// A job that keeps its interval keeps its queued tick: a duration
@@ -226,11 +214,11 @@ func (r *Runtime) Replace(job Job) error {
 	e.job, e.admit, e.every = n.job, n.admit, r.policyOf(every)
 	leased := e.admit != nil && e.admit.state != nil
 	if leased {
-		r.leased[e.admit.lease] = e
+		r.leased.byLease[e.admit.lease] = e
 	}
 	if oldState != nil {
 		if leased {
-			r.keepLook(e, oldState)
+			r.leased.keepLook(e, oldState)
 		}
 		oldState.stopRetry()
 	}
@@ -256,7 +244,7 @@ func (r *Runtime) Replace(job Job) error {
 			slog.String("job", e.name), slog.String("interval", every.String()))
 	}
 	if leased {
-		r.startRecords(r.ctx, now, []*entry{e}, false)
+		r.leased.startRecords(r.ctx, now, []*entry{e}, false)
 	}
 	return nil
 }

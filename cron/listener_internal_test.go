@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -16,10 +17,11 @@ import (
 // waiting for that lock for good. The panic runs in a child process.
 func TestListenerPanicCrashes(t *testing.T) {
 	if os.Getenv("WAKUWAKU_TEST_LISTENER_PANIC") == "1" {
-		r := &Runtime{}
-		r.mu.Lock()
+		var mu sync.Mutex
+		l := &leasedJobs{mu: &mu}
+		mu.Lock()
 		func() {
-			defer r.listenerEnded()
+			defer l.listenerEnded()
 			panic("a listener's bug")
 		}()
 		return

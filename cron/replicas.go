@@ -2,17 +2,13 @@ package cron
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,11 +27,6 @@ import (
 // record a grace period later (E13), without writing, and claim only if
 // the owner did not.
 
-// replicasPrefix begins the key of a group's registry: a sorted set of
-// the replicas' names, each scored by the millisecond (of its own clock)
-// until which it counts as live.
-const replicasPrefix = "@@wakuwaku-cron:replicas:"
-
 // The bounds of a registry's beat period: a quarter of the group's
 // shortest leased interval within them. A replica counts as live for
 // liveBeats periods after its last beat.
@@ -48,93 +39,11 @@ const (
 // beatTimeout bounds one beat, and the farewell at Shutdown.
 const beatTimeout = 2 * time.Second
 
-// replicaGroup is one group's registry as this replica last read it,
-// shared by the group's jobs.
-type replicaGroup struct {
-	live atomic.Pointer[liveView]
-}
-
-// liveView is the live replicas of a group, sorted, and until when the
-// reading holds (a beat period and a half after it; then every replica
-// claims at its ticks again until a beat gets through).
-type liveView struct {
-	replicas []string
-	until    time.Time
-}
-
-// groupKey returns the registry key of the group of replicas that run the
-// leased jobs names (sorted) on one Redis.
-func groupKey(names []string) string {
-	h := sha256.New()
-	for _, n := range names {
-		h.Write([]byte(n))
-		h.Write([]byte{0})
-	}
-	return replicasPrefix + "{" + hex.EncodeToString(h.Sum(nil)[:8]) + "}"
-}
-
-// owns reports whether this replica, named replica, claims Cron slot
-// slotKey of the job whose lease is name at its tick: it does when it is
-// the slot's owner among the live replicas, and when it does not know
-// them (no beat answered lately, or it is not among them).
-func (g *replicaGroup) owns(replica, name, slotKey string, now time.Time) bool {
-	if g == nil {
-		return true
-	}
-	v := g.live.Load()
-	if v == nil || now.After(v.until) || len(v.replicas) < 2 {
-		return true
-	}
-	if _, mine := slices.BinarySearch(v.replicas, replica); !mine {
-		return true
-	}
-	return owner(v.replicas, name, slotKey) == replica
-}
-
-// owner returns the replica of replicas that owns slot slotKey of the job
-// whose lease is name: the one whose hash with the two is highest
-// (rendezvous hashing), so that a replica that joins or leaves moves only
-// its share of the slots.
-func owner(replicas []string, name, slotKey string) string {
-	var best string
-	var top uint64
-	for i, r := range replicas {
-		h := fnv.New64a()
-		h.Write([]byte(r))
-		h.Write([]byte{0})
-		h.Write([]byte(name))
-		h.Write([]byte{0})
-		h.Write([]byte(slotKey))
-		if v := mix(h.Sum64()); i == 0 || v > top {
-			best, top = r, v
-		}
-	}
-	return best
-}
-
-// mix spreads a hash's bits (the finalizer of SplitMix64), since FNV's
-// top bits barely change with a name's last bytes.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
-}
-
-// lookGrace is how long after its tick a replica that does not own a Cron
-// slot looks whether the owner claimed it: a tenth of the interval, from
-// 50 ms to 2 s, so that an owner whose tick came a little late still
-// claims first.
-func lookGrace(base time.Duration) time.Duration {
-	return min(max(base/10, 50*time.Millisecond), 2*time.Second)
-}
-
 // beatPeriod is how often a replica beats in its groups: a quarter of the
 // shortest interval of its leased jobs, from minBeat to maxBeat.
-func (r *Runtime) beatPeriod() time.Duration {
+func (l *leasedJobs) beatPeriod() time.Duration {
 	p := maxBeat
-	for _, e := range r.leased {
+	for _, e := range l.byLease {
 		p = min(p, e.admit.state.base/4)
 	}
 	return max(p, minBeat)
@@ -147,11 +56,11 @@ type groupClient struct {
 	jobs  []*jobState
 }
 
-// groups returns the leased jobs by client. r.mu is held.
-func (r *Runtime) groups() []*groupClient {
+// groups returns the leased jobs by client. l.mu is held.
+func (l *leasedJobs) groups() []*groupClient {
 	var out []*groupClient
 	byClient := make(map[any]*groupClient)
-	for name, e := range r.leased {
+	for name, e := range l.byLease {
 		s := e.admit.state
 		var key any = s
 		if reflect.ValueOf(s.C).Comparable() {
@@ -176,8 +85,8 @@ func (r *Runtime) groups() []*groupClient {
 // beatPeriod, and gives each leased job its group's live replicas; at
 // Shutdown it takes the replica out of them, so that its slots' owners
 // change at once.
-func (r *Runtime) beat(ctx context.Context) {
-	defer r.listenerEnded()
+func (l *leasedJobs) beat(ctx context.Context) {
+	defer l.listenerEnded()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	mine := make(map[string]redisscript.Client) // the registries this replica is in
@@ -186,25 +95,25 @@ func (r *Runtime) beat(ctx context.Context) {
 	for {
 		select {
 		case <-timer.C:
-		case <-r.stop:
-			r.farewell(mine)
+		case <-l.stop:
+			l.farewell(mine)
 			return
 		}
-		r.mu.Lock()
-		period := r.beatPeriod()
-		groups := r.groups()
-		r.mu.Unlock()
+		l.mu.Lock()
+		period := l.beatPeriod()
+		groups := l.groups()
+		l.mu.Unlock()
 		keep := make(map[string]bool, len(groups))
 		for _, g := range groups {
 			key := groupKey(g.names)
 			keep[key] = true
 			mine[key] = g.c
 			cctx, cancel := context.WithTimeout(ctx, beatTimeout)
-			live, err := beatOnce(cctx, g.c, key, r.replica, r.now(), period)
+			live, err := beatOnce(cctx, g.c, key, l.replica, l.now(), period)
 			cancel()
 			switch {
 			case err != nil && ctx.Err() != nil:
-				r.farewell(mine)
+				l.farewell(mine)
 				return
 			case err != nil && !failing && refused(err):
 				// Once: a Redis that refuses the registry's commands (an
@@ -212,13 +121,13 @@ func (r *Runtime) beat(ctx context.Context) {
 				// tick, which works and costs more. A Redis that does not
 				// answer is the claims' to report (admission failed).
 				failing = true
-				r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime could not beat in its replica registry; it claims every slot at its tick until it can",
+				l.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime could not beat in its replica registry; it claims every slot at its tick until it can",
 					slog.Any("error", err))
 			case err != nil:
-				r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not beat in its replica registry", slog.Any("error", err))
+				l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not beat in its replica registry", slog.Any("error", err))
 			case failing:
 				failing = false
-				r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime beats in its replica registry again")
+				l.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime beats in its replica registry again")
 			}
 			grp := views[key]
 			if grp == nil {
@@ -226,7 +135,7 @@ func (r *Runtime) beat(ctx context.Context) {
 				views[key] = grp
 			}
 			if err == nil {
-				grp.live.Store(&liveView{replicas: live, until: r.now().Add(period + period/2)})
+				grp.live.Store(&liveView{replicas: live, until: l.now().Add(period + period/2)})
 			}
 			for _, s := range g.jobs {
 				if s.group.Load() != grp {
@@ -238,7 +147,7 @@ func (r *Runtime) beat(ctx context.Context) {
 			if !keep[key] {
 				delete(mine, key) // the job set changed: leave the old group
 				delete(views, key)
-				r.leave(ctx, c, key)
+				l.leave(ctx, c, key)
 			}
 		}
 		timer.Reset(period)
@@ -268,18 +177,18 @@ func beatOnce(ctx context.Context, c redisscript.Client, key, replica string, no
 
 // farewell takes this replica out of its registries at Shutdown, bounded
 // by beatTimeout (and by Shutdown's ctx, which stops waiting for it).
-func (r *Runtime) farewell(mine map[string]redisscript.Client) {
+func (l *leasedJobs) farewell(mine map[string]redisscript.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), beatTimeout)
 	defer cancel()
 	for key, c := range mine {
-		r.leave(ctx, c, key)
+		l.leave(ctx, c, key)
 	}
 }
 
 // leave takes this replica out of registry key.
-func (r *Runtime) leave(ctx context.Context, c redisscript.Client, key string) {
-	if err := redisscript.Process(ctx, c, redis.NewIntCmd(ctx, "zrem", key, r.replica)); err != nil {
-		r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not leave its replica registry", slog.Any("error", err))
+func (l *leasedJobs) leave(ctx context.Context, c redisscript.Client, key string) {
+	if err := redisscript.Process(ctx, c, redis.NewIntCmd(ctx, "zrem", key, l.replica)); err != nil {
+		l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not leave its replica registry", slog.Any("error", err))
 	}
 }
 
@@ -294,11 +203,11 @@ func groupOf(key string) string {
 // claimed it. It returns the look's answer, or claim true if the replica
 // must claim the slot itself (PROTOCOL.md, E13), or ok false if Shutdown
 // came first.
-func (r *Runtime) lookFirst(ctx context.Context, a *runArgs, s *jobState) (c claimed, claim, ok bool, err error) {
+func (l *leasedJobs) lookFirst(ctx context.Context, a *runArgs, s *jobState) (c claimed, claim, ok bool, err error) {
 	timer := time.NewTimer(lookGrace(s.base))
 	select {
 	case <-timer.C:
-	case <-r.stop:
+	case <-l.stop:
 		timer.Stop()
 		return claimed{}, false, false, nil
 	case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,15 +42,15 @@ const (
 // for an ACL user without the channel, would leave the replica deaf to
 // requests: the first refusal is logged at Error, the subscription asked
 // for again with back-off, and the recovery logged once it is granted.
-func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
-	defer r.listenerEnded()
+func (l *leasedJobs) listen(ctx, lctx context.Context, sub subscriber) {
+	defer l.listenerEnded()
 	ps := sub.Subscribe(lctx, record.RunNowChannel)
-	r.mu.Lock()
-	stopped := r.stopped.Load()
+	l.mu.Lock()
+	stopped := l.stopped.Load()
 	if !stopped {
-		r.subs = append(r.subs, ps)
+		l.subs = append(l.subs, ps)
 	}
-	r.mu.Unlock()
+	l.mu.Unlock()
 	if stopped {
 		_ = ps.Close()
 		return
@@ -57,31 +58,31 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 	refused, backoff := false, requestRetry
 	for {
 		v, err := ps.Receive(lctx)
-		if r.stopped.Load() {
+		if l.stopped.Load() {
 			return
 		}
 		switch v := v.(type) {
 		case *redis.Subscription:
 			if refused && v.Kind == "subscribe" {
 				refused, backoff = false, requestRetry
-				r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime hears run-now requests again",
+				l.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron runtime hears run-now requests again",
 					slog.String("channel", record.RunNowChannel))
 			}
 			continue
 		case *redis.Message:
 			if id, name, ok := parseFollow(v.Payload); ok {
-				r.mu.Lock()
-				if e := r.leased[name]; e != nil {
-					r.heardFollow(e, id)
+				l.mu.Lock()
+				if e := l.byLease[name]; e != nil {
+					l.heardFollow(e, id)
 				}
-				r.mu.Unlock()
+				l.mu.Unlock()
 				continue
 			}
-			r.mu.Lock()
-			e := r.leased[v.Payload]
-			r.mu.Unlock()
+			l.mu.Lock()
+			e := l.byLease[v.Payload]
+			l.mu.Unlock()
 			if e != nil {
-				r.offSchedule(e, modeRequest, interval.Slot{}, "")
+				l.sched.offSchedule(e, modeRequest, interval.Slot{}, "")
 			}
 			continue
 		case *redis.Pong:
@@ -95,7 +96,7 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 		if errors.As(err, &reply) {
 			if !refused {
 				refused = true
-				r.rep.log.LogAttrs(ctx, slog.LevelError, "cron runtime can't hear run-now requests: Redis refused its subscription; a requested run waits for its job's next tick",
+				l.rep.log.LogAttrs(ctx, slog.LevelError, "cron runtime can't hear run-now requests: Redis refused its subscription; a requested run waits for its job's next tick",
 					slog.String("channel", record.RunNowChannel), slog.Any("error", err))
 			}
 			wait, backoff = backoff, min(2*backoff, refusedRetryMax)
@@ -103,7 +104,7 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
-		case <-r.stop:
+		case <-l.stop:
 			timer.Stop()
 			return
 		}
@@ -119,11 +120,11 @@ func (r *Runtime) listen(ctx, lctx context.Context, sub subscriber) {
 // found waiting (R16's announcement), when this replica can't serve it, so
 // that the replicas that run the job send E5 now rather than at their next
 // claim. If it fails, the request waits in the record for that claim.
-func (r *Runtime) passRequest(ctx context.Context, a *runArgs, s *jobState) {
+func (l *leasedJobs) passRequest(ctx context.Context, a *runArgs, s *jobState) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
 	defer cancel()
 	if err := announce(pctx, s.C, s.Name); err != nil {
-		r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
+		l.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
 			slog.String("job", a.tick.Job), slog.Any("error", err))
 	}
 }
@@ -137,4 +138,80 @@ func announce(ctx context.Context, c redisscript.Client, payload string) error {
 	pub := redis.NewIntCmd(ctx, "publish", record.RunNowChannel, payload)
 	pub.SetFirstKeyPos(1)
 	return redisscript.Process(ctx, c, pub)
+}
+
+// This file holds E14 of PROTOCOL.md, the follow notice: a replica whose
+// start ran a Cron slot that the other replicas ticked before (its late
+// tick of a slot still in its claim window, or its catch-up) tells them,
+// so that the slot's next attempt does not hang on the one replica that
+// knows of its run.
+
+// followPrefix begins a follow notice on the run-now channel. A lease name
+// holds no '{', so no run-now request begins so; a replica of an earlier
+// release finds no job of that name and ignores it.
+const followPrefix = "{follow}"
+
+// followNotice is the payload of a follow notice of the Cron slot whose
+// key is id, of the job leased as name. A slot's key holds no '|'.
+func followNotice(id, name string) string {
+	return followPrefix + id + "|" + name
+}
+
+// parseFollow returns the slot key and lease name of a follow notice.
+func parseFollow(payload string) (id, name string, ok bool) {
+	rest, ok := strings.CutPrefix(payload, followPrefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, "|")
+}
+
+// offTick reports whether a's claim, which started a run, ran a Cron slot
+// that the other replicas may have ticked without this one: a catch-up, a
+// tick that came later than a grace period after its slot began (the
+// startup run's late tick of a slot still in its claim window), or a look
+// after an outage that found the slot unclaimed (the others' looks may
+// have come before it, while Redis had lost the record: seed 21393). Only
+// a slot with attempts to spare needs anyone to follow it.
+func offTick(a *runArgs, s *jobState) bool {
+	if !s.shared || s.Attempts < 2 || a.tick.Attempt != 1 {
+		return false
+	}
+	switch a.mode {
+	case modeCatchUp, modeLook, modeAfterRun:
+		return true
+	case modeTick:
+		return a.tick.Run == 1 && a.tick.Started.Sub(a.tick.Slot.Start) > lookGrace(s.base)
+	}
+	return false
+}
+
+// announceFollow publishes a follow notice of a's slot (E14), one
+// command, on the path of a run that offTick picked. If it fails, the
+// slot is followed only by this replica, as before notices: logged at
+// Debug, the run goes on.
+func (l *leasedJobs) announceFollow(ctx context.Context, a *runArgs, s *jobState) {
+	if err := announce(ctx, s.C, followNotice(slotKey(&a.tick), s.Name)); err != nil {
+		l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's follow notice was not published; only this replica follows its slot",
+			slog.String("job", a.tick.Job), slog.Any("error", err))
+	}
+}
+
+// heardFollow is R19, a follow notice's arrival (E14): e plans a follow-up of
+// the slot whose key is id, a run lease from now (E3, which R1 plans
+// again while the run holds its lease, and R5 makes the next attempt if
+// the run was lost). l.mu is held.
+func (l *leasedJobs) heardFollow(e *entry, id string) {
+	if e.admit == nil || e.admit.state == nil {
+		return
+	}
+	s := e.admit.state
+	if !s.shared || s.Attempts < 2 {
+		return
+	}
+	slot, ok := slotNamed(e.every.Interval, id, l.now())
+	if !ok {
+		return // not one of the latest slots of this release's schedule
+	}
+	l.planLook(e, s, modeFollow, slot, id, s.RunTTL+time.Millisecond)
 }

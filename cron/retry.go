@@ -21,11 +21,11 @@ import (
 // followUp schedules E3 after a claim that refused a's slot with c, when
 // the claim says another look may find the slot's run failed or its
 // back-off passed (R1, R2 for E2 and E3, R6).
-func (r *Runtime) followUp(a *runArgs, c claimed) {
+func (l *leasedJobs) followUp(a *runArgs, c claimed) {
 	if !c.follow || c.wait <= 0 {
 		return
 	}
-	r.lookAgain(a.e, a.admit.state, modeFollow, a.tick.Slot, c.slot, c.wait+time.Millisecond)
+	l.lookAgain(a.e, a.admit.state, modeFollow, a.tick.Slot, c.slot, c.wait+time.Millisecond)
 }
 
 // lookAgain makes this replica claim e's slot, whose record id is id, in
@@ -36,10 +36,10 @@ func (r *Runtime) followUp(a *runArgs, c claimed) {
 // tick opens a slot and the older one is past once the newer one is named
 // (PROTOCOL.md, E2 and E3). s is the record that named the slot: none if e
 // was removed since, or replaced by a job that keeps another record.
-func (r *Runtime) lookAgain(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.planLook(e, s, mode, slot, id, d)
+func (l *leasedJobs) lookAgain(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.planLook(e, s, mode, slot, id, d)
 }
 
 // msgLookAfterRun is the Debug line of a tick in mode skip that plans
@@ -50,10 +50,10 @@ const msgLookAfterRun = "cron job's tick found its own run's lease lost; looking
 // and found no run holding the job, for when this replica's own run of e
 // has ended (modeAfterRun), and reports whether a look at the slot, or at
 // a newer one, is planned. It is not if the slot's claim window ends first.
-func (r *Runtime) lookAfterRun(e *entry, s *jobState, slot interval.Slot, id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.planLook(e, s, modeAfterRun, slot, id, afterRunPoll(s))
+func (l *leasedJobs) lookAfterRun(e *entry, s *jobState, slot interval.Slot, id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.planLook(e, s, modeAfterRun, slot, id, afterRunPoll(s))
 }
 
 // afterRunPoll is how often a look that waits for this replica's own run
@@ -61,10 +61,10 @@ func (r *Runtime) lookAfterRun(e *entry, s *jobState, slot interval.Slot, id str
 // most a second.
 func afterRunPoll(s *jobState) time.Duration { return min(s.backoff, time.Second) }
 
-// planLook is lookAgain with r.mu held. It reports whether a look at slot,
+// planLook is lookAgain with l.mu held. It reports whether a look at slot,
 // or at a newer one, is planned.
-func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) bool {
-	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
+func (l *leasedJobs) planLook(e *entry, s *jobState, mode claimMode, slot interval.Slot, id string, d time.Duration) bool {
+	if l.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
 		return false
 	}
 	if cur := e.admit.state; cur != s {
@@ -78,14 +78,14 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 		}
 		s = cur
 	}
-	if end := slot.LeaseEnd(s.ttl); !r.now().Add(d).Before(end) {
+	if end := slot.LeaseEnd(s.ttl); !l.now().Add(d).Before(end) {
 		// Past its claim window: no claim of the slot can run it. A retry
 		// of this replica's failed attempt is the slot's last hope, so
 		// its loss is said; a follow-up is another replica's business.
 		if mode == modeRetry {
-			r.rep.log.Warn("cron job's slot ends before its retry is due; the slot is not retried",
+			l.rep.log.Warn("cron job's slot ends before its retry is due; the slot is not retried",
 				slog.String("job", e.name), slog.String("slot", slot.String()),
-				slog.Time("retry_due", r.now().Add(d)), slog.Time("slot_end", end))
+				slog.Time("retry_due", l.now().Add(d)), slog.Time("slot_end", end))
 		}
 		return false
 	}
@@ -103,14 +103,14 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 	}
 	var timer *time.Timer
 	timer = time.AfterFunc(d, func() {
-		r.mu.Lock()
+		l.mu.Lock()
 		current := s.retry == timer
 		if current {
 			s.retry = nil
 		}
-		r.mu.Unlock()
+		l.mu.Unlock()
 		if current {
-			r.offSchedule(e, mode, slot, id)
+			l.sched.offSchedule(e, mode, slot, id)
 		}
 	})
 	s.retry, s.retryAt, s.retrySlot, s.retryMode, s.retryID = timer, at, slot, mode, id
@@ -120,13 +120,13 @@ func (r *Runtime) planLook(e *entry, s *jobState, mode claimMode, slot interval.
 // keepLook plans on e, which Replace just gave a new config, the look that
 // old, its previous record keeper, had planned, if the new config keeps
 // the same record (see planLook): a slot whose attempt failed is retried
-// after its back-off whether or not the job was replaced meanwhile. r.mu
+// after its back-off whether or not the job was replaced meanwhile. l.mu
 // is held.
-func (r *Runtime) keepLook(e *entry, old *jobState) {
+func (l *leasedJobs) keepLook(e *entry, old *jobState) {
 	if old.retry == nil {
 		return
 	}
-	r.planLook(e, old, old.retryMode, old.retrySlot, old.retryID, max(time.Until(old.retryAt), 0))
+	l.planLook(e, old, old.retryMode, old.retrySlot, old.retryID, max(time.Until(old.retryAt), 0))
 }
 
 // lookAgainAfterError schedules E2 or E3 again, a back-off later, after
@@ -137,11 +137,11 @@ func (r *Runtime) keepLook(e *entry, old *jobState) {
 // slot runs late if no replica ran it, and this replica follows the run
 // that another replica's late look started (PROTOCOL.md, after the
 // transitions; seed 17975).
-func (r *Runtime) lookAgainAfterError(a *runArgs) {
+func (l *leasedJobs) lookAgainAfterError(a *runArgs) {
 	s := a.admit.state
 	switch {
 	case a.mode == modeRetry || a.mode == modeFollow:
-		r.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
+		l.lookAgain(a.e, s, a.mode, a.tick.Slot, a.slot, s.backoff)
 	case (a.mode == modeTick || a.mode == modeLook || a.mode == modeDue || a.mode == modeAfterRun) && s.shared:
 		n := uint32(0)
 		if a.mode == modeLook {
@@ -150,72 +150,9 @@ func (r *Runtime) lookAgainAfterError(a *runArgs) {
 			s.looks.Store(0)
 		}
 		d := min(s.backoff<<min(n, 6), maxBackoff*s.backoff)
-		if r.now().Add(d).Before(a.tick.Slot.End) {
-			r.lookAgain(a.e, s, modeLook, a.tick.Slot, a.slot, d)
+		if l.now().Add(d).Before(a.tick.Slot.End) {
+			l.lookAgain(a.e, s, modeLook, a.tick.Slot, a.slot, d)
 		}
-	}
-}
-
-// offSchedule starts a run of e that no tick of its schedule started, for
-// the event mode: E2 to E5. slot is the slot it is for, as this replica
-// named it (the zero Slot: the one that starts now, as the replica's clock
-// says), and id its record id, if known.
-//
-// The run gets the runtime's context (not that of the run that asked for
-// it, which ends with it). It reports whether the run started: not once
-// the runtime shuts down or e was removed.
-func (r *Runtime) offSchedule(e *entry, mode claimMode, slot interval.Slot, id string) bool {
-	r.mu.Lock()
-	if r.stopped.Load() || e.state.Load()&stateRemoved != 0 || e.admit == nil || e.admit.state == nil {
-		r.mu.Unlock()
-		return false
-	}
-	if mode == modeAfterRun && e.runs() > 0 {
-		// The run this look waits for goes on (its completion may be
-		// sent again, R13): look later, while the slot's window lasts.
-		s := e.admit.state
-		if !r.planLook(e, s, mode, slot, id, afterRunPoll(s)) {
-			r.mu.Unlock()
-			r.rep.skipped(r.ctx, &Tick{Scheduled: slot.Start, Slot: slot, Started: r.now(), Job: e.name, Attempt: 1}, ReasonStillRunning)
-			return true
-		}
-		r.mu.Unlock()
-		return true
-	}
-	now := r.now()
-	if slot.IsZero() {
-		slot = e.every.Plan(now, now).Slot
-	}
-	scheduled := now
-	if _, shared := slot.Key(); shared {
-		scheduled = slot.Start
-	}
-	e.ticks++
-	a := getRun()
-	a.e, a.job, a.every, a.admit = e, e.job, e.every, e.admit
-	a.offSchedule, a.mode, a.slot = true, mode, id
-	a.tick = Tick{Scheduled: scheduled, Slot: slot, Started: now, Job: e.name, Run: e.ticks, Attempt: 1}
-	a.next, _ = r.nextDue(e)
-	r.offRuns[e]++
-	r.inflight.Add(1)
-	r.mu.Unlock()
-	r.pool.alone(r.ctx, a)
-	return true
-}
-
-// finishedOffSchedule records the end of a run of e that offSchedule
-// started.
-func (r *Runtime) finishedOffSchedule(e *entry) {
-	r.mu.Lock()
-	if r.offRuns[e]--; r.offRuns[e] == 0 {
-		delete(r.offRuns, e)
-	}
-	if e.state.Load()&stateRemoved != 0 {
-		r.runEnded(e)
-	}
-	r.mu.Unlock()
-	if r.inflight.Add(-1) == 0 && r.stopped.Load() {
-		r.idleOnce.Do(func() { close(r.idle) })
 	}
 }
 
@@ -231,7 +168,7 @@ func (r *Runtime) finishedOffSchedule(e *entry) {
 // that the replica has ends. Until the completion gets through, the record shows the run in
 // progress; once its run lease has ended, any claim records it lost (C1)
 // and the completion that comes later finds nothing to record.
-func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *record.RunLease, runErr error, next time.Time, err error) (completed, error) {
+func (l *leasedJobs) completeAgain(ctx context.Context, a *runArgs, held *record.RunLease, runErr error, next time.Time, err error) (completed, error) {
 	s := a.admit.state
 	end := a.tick.Slot.LeaseEnd(s.ttl)
 	if a.tick.Trigger == TriggerRequest && !s.shared {
@@ -247,13 +184,13 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *record.Ru
 		wait, most = min(wait, max(s.RunTTL/4, time.Millisecond)), max(s.RunTTL/3, time.Millisecond)
 	}
 	for {
-		if !r.now().Add(wait).Before(end) && !time.Now().Add(wait).Before(held.Deadline()) {
+		if !l.now().Add(wait).Before(end) && !time.Now().Add(wait).Before(held.Deadline()) {
 			return completed{}, err
 		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
-		case <-r.stop:
+		case <-l.stop:
 			timer.Stop()
 			return completed{}, err
 		}
@@ -262,7 +199,7 @@ func (r *Runtime) completeAgain(ctx context.Context, a *runArgs, held *record.Ru
 		c, err = s.complete(cctx, held, a.tick.Attempt, a.tick.Scheduled, runErr, next)
 		cancel()
 		if err == nil {
-			r.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",
+			l.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",
 				slog.String("job", a.tick.Job), slog.Uint64("tick", a.tick.Run), slog.Bool("held", c.held))
 			return c, nil
 		}

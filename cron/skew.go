@@ -17,11 +17,11 @@ import (
 // twelfth of its shortest leased interval if that is shorter, the margin
 // by which a duration policy's lease runs out before the next interval.
 // It also returns the client of a leased job to measure it by, or false
-// if the runtime has no leased job now. r.mu is held.
-func (r *Runtime) maxSkew() (time.Duration, redisscript.Client, bool) {
+// if the runtime has no leased job now. l.mu is held.
+func (l *leasedJobs) maxSkew() (time.Duration, redisscript.Client, bool) {
 	limit := time.Second
 	var c redisscript.Client
-	for _, e := range r.leased {
+	for _, e := range l.byLease {
 		limit = min(limit, e.admit.state.base/12)
 		if c == nil {
 			c = e.admit.state.C
@@ -33,38 +33,38 @@ func (r *Runtime) maxSkew() (time.Duration, redisscript.Client, bool) {
 // watchSkew compares the runtime's clock with Redis's at start and every
 // SkewCheckEvery, through a leased job's client, until Shutdown: it logs a
 // warning when they disagree by more than maxSkew, and tells the observer.
-func (r *Runtime) watchSkew(ctx context.Context) {
-	defer r.listenerEnded()
+func (l *leasedJobs) watchSkew(ctx context.Context) {
+	defer l.listenerEnded()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-timer.C:
-		case <-r.stop:
+		case <-l.stop:
 			return
 		}
-		r.mu.Lock()
-		limit, c, ok := r.maxSkew()
-		r.mu.Unlock()
+		l.mu.Lock()
+		limit, c, ok := l.maxSkew()
+		l.mu.Unlock()
 		if !ok {
 			timer.Reset(SkewCheckEvery) // every leased job was removed
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, helloTimeout)
-		skew, err := measureSkew(cctx, c, r.now)
+		skew, err := measureSkew(cctx, c, l.now)
 		cancel()
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return // Shutdown ended the call
 		case err != nil:
-			r.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not compare its clock with Redis's", slog.Any("error", err))
+			l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not compare its clock with Redis's", slog.Any("error", err))
 		default:
 			if skew > limit || skew < -limit {
-				r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime's clock disagrees with Redis's",
+				l.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime's clock disagrees with Redis's",
 					slog.Duration("skew", skew), slog.Duration("limit", limit))
 			}
-			if r.rep.observer.ClockSkew != nil {
-				r.rep.observer.ClockSkew(skew)
+			if l.rep.observer.ClockSkew != nil {
+				l.rep.observer.ClockSkew(skew)
 			}
 		}
 		timer.Reset(SkewCheckEvery)

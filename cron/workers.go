@@ -113,16 +113,6 @@ func newPool(run func(context.Context, *runArgs), idle <-chan struct{}) *pool {
 // wait waits for the workers and the runs of their own to end.
 func (p *pool) wait() { p.workers.Wait() }
 
-// runs are the arguments of runs, reused: a tick allocates nothing.
-var runs = sync.Pool{New: func() any { return new(runArgs) }}
-
-func getRun() *runArgs { return runs.Get().(*runArgs) }
-
-func putRun(a *runArgs) {
-	*a = runArgs{}
-	runs.Put(a)
-}
-
 // alone runs a in a goroutine of its own, under a context of its own that
 // Remove can cancel.
 func (p *pool) alone(ctx context.Context, a *runArgs) {

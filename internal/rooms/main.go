@@ -41,6 +41,7 @@ import (
 func main() {
 	walk := flag.String("walk", "", "follow TYPE.METHOD:PARAM or FUNC:PARAM through the package's calls")
 	top := flag.Bool("top", false, "measure the module's top-level folders, by their packages' imports")
+	flag.BoolVar(&why, "why", false, "name what each arrow that runs back up uses")
 	flag.Parse()
 	var err error
 	switch {
@@ -161,10 +162,20 @@ func (p *pkg) lines() map[string]int {
 	return n
 }
 
+// why makes measure name the names that each arrow running back up uses.
+var why bool
+
 // arrows returns, for each file, the files whose package-level names or
 // methods it uses, and how many uses each arrow stands for.
 func (p *pkg) arrows() map[string]map[string]int {
+	out, _ := p.arrowNames()
+	return out
+}
+
+// arrowNames is arrows, with the names each arrow uses.
+func (p *pkg) arrowNames() (map[string]map[string]int, map[[2]string]map[string]bool) {
 	out := make(map[string]map[string]int)
+	used := make(map[[2]string]map[string]bool)
 	for i, f := range p.files {
 		from := p.names[i]
 		out[from] = make(map[string]int)
@@ -179,11 +190,16 @@ func (p *pkg) arrows() map[string]map[string]int {
 			}
 			if to := p.fileOf(obj); to != "" && to != from {
 				out[from][to]++
+				k := [2]string{from, to}
+				if used[k] == nil {
+					used[k] = make(map[string]bool)
+				}
+				used[k][obj.Name()] = true
 			}
 			return true
 		})
 	}
-	return out
+	return out, used
 }
 
 // declaredAtTop reports whether obj is a package-level name, a method, or
@@ -294,7 +310,7 @@ func feedbackOrder(files []string, arrows map[string]map[string]int) []string {
 // measure prints the package's rooms.
 func (p *pkg) measure(w io.Writer) {
 	lines := p.lines()
-	arrows := p.arrows()
+	arrows, used := p.arrowNames()
 	floor, up := floors(p.names, arrows)
 	total, arrowCount, over := 0, 0, 0
 	for _, n := range lines {
@@ -324,6 +340,9 @@ func (p *pkg) measure(w io.Writer) {
 	fmt.Fprintln(w, "\narrows that run back up (from a file to one on its floor or above):")
 	for _, a := range up {
 		fmt.Fprintf(w, "  %s -> %s (%d uses)\n", a[0], a[1], arrows[a[0]][a[1]])
+		if why {
+			fmt.Fprintf(w, "      %s\n", strings.Join(slices.Sorted(maps.Keys(used[a])), " "))
+		}
 	}
 	fmt.Fprintln(w, "\ntypes with methods, by how many (and in how many files):")
 	type spread struct {

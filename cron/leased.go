@@ -1,0 +1,168 @@
+package cron
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+)
+
+// This file holds the replica side of the record protocol (PROTOCOL.md)
+// as one type: leasedJobs, which a runtime with Leased jobs drives. It
+// decides what this replica sends to each leased job's record, and when:
+// the claim before a run and the completion after it (leasedrun.go), the
+// looks that no tick starts (retry.go), the start's catch-up and
+// announcements (catchup.go), the run-now requests and follow notices
+// (requests.go, follow.go), the replica registry (replicas.go) and the
+// clock check (skew.go). Each job's record keeper is its jobState
+// (record.go), which sends what leasedJobs decides. The scheduler starts
+// the runs; leasedJobs asks it for one through scheduler.
+
+// scheduler is what the leased jobs' side asks of the runtime's scheduler.
+type scheduler interface {
+	// offSchedule starts a run of e that no tick of its schedule started,
+	// for the event mode (E2 to E5, E13), and reports whether it did.
+	offSchedule(e *entry, mode claimMode, slot interval.Slot, id string) bool
+	// nextDue returns when e's next tick is due, if it is queued; the
+	// scheduler's lock is held.
+	nextDue(e *entry) (time.Time, bool)
+}
+
+// leasedJobs is the runtime's Leased jobs and what they do beside their
+// runs: their batching clients, run-now listeners, registry beat and clock
+// check, and the goroutines of those calls, which Shutdown stops (stop)
+// and waits for (listenersEnded).
+type leasedJobs struct {
+	sched   scheduler
+	rep     *reporter
+	replica string
+	now     func() time.Time
+
+	// mu is the scheduler's lock: Replace changes a job's record keeper
+	// (entry.admit) under it, and the retry timers, which a run's end and
+	// Replace both plan, are guarded by it too. stopped and stop are the
+	// scheduler's: Shutdown was called.
+	mu      *sync.Mutex
+	stopped *atomic.Bool
+	stop    <-chan struct{}
+
+	// lctx is the context of the leased jobs' own calls (run-now
+	// listeners, announcements), which end at Shutdown: endListens
+	// cancels it.
+	lctx       context.Context
+	endListens context.CancelFunc
+
+	// The leased jobs by lease name, and the Pub/Sub subscriptions on
+	// which their run-now requests come, one per client, whose listeners
+	// Shutdown stops and waits for. Guarded by mu.
+	byLease          map[string]*entry
+	subs             []io.Closer
+	listening        map[any]bool // the clients with a listener
+	watchingSkew     bool
+	listenersRunning int           // the goroutines of the leased jobs' own calls
+	listenersDone    chan struct{} // closed when they ended after Shutdown
+
+	batchMu sync.Mutex
+	batches map[any]*record.Batcher // the batching clients, by client (guarded by batchMu: Start holds mu)
+}
+
+// newLeasedJobs returns the leased jobs' side of a runtime whose
+// scheduler is sched, and whose lock, stop flag and channel are mu,
+// stopped and stop. Its calls end when lctx does.
+func newLeasedJobs(sched scheduler, rep *reporter, replica string, now func() time.Time,
+	mu *sync.Mutex, stopped *atomic.Bool, stop <-chan struct{}, lctx context.Context, endListens context.CancelFunc) *leasedJobs {
+	return &leasedJobs{
+		sched: sched, rep: rep, replica: replica, now: now,
+		mu: mu, stopped: stopped, stop: stop, lctx: lctx, endListens: endListens,
+		byLease:       make(map[string]*entry),
+		listening:     make(map[any]bool),
+		listenersDone: make(chan struct{}),
+	}
+}
+
+// shutdown is called by Shutdown, under mu, once stopped is set: it stops
+// the listeners (see stopRecords) and closes listenersDone at once if no
+// listener goroutine runs, else the last to end does.
+func (l *leasedJobs) shutdown() {
+	l.stopRecords()
+	if l.listenersRunning == 0 {
+		close(l.listenersDone)
+	}
+}
+
+// listenerEnded counts the end of one of the goroutines of the leased
+// jobs' own calls (a listener, a start's announcements, the clock check),
+// which began under l.mu while the runtime was not stopped, and closes
+// listenersDone after the last once Shutdown was called. Deferred by each,
+// it lets a panic go on at once: the goroutine may have panicked holding
+// l.mu, and waiting for it would hang the runtime instead of crashing.
+func (l *leasedJobs) listenerEnded() {
+	if p := recover(); p != nil {
+		panic(p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listenersRunning--; l.listenersRunning == 0 && l.stopped.Load() {
+		close(l.listenersDone)
+	}
+}
+
+// listenersEnded waits for the leased jobs' listeners to end after
+// Shutdown, until ctx ends, and reports whether they did: listeners that
+// end as ctx does ended in time.
+func (l *leasedJobs) listenersEnded(ctx context.Context) bool {
+	select {
+	case <-l.listenersDone:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-l.listenersDone:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// stopRecords stops the leased jobs' retry timers and run-now listeners.
+// l.mu is held; Shutdown waits for the listeners after releasing it.
+func (l *leasedJobs) stopRecords() {
+	l.endListens()
+	for _, e := range l.byLease {
+		e.admit.state.stopRetry()
+	}
+	for _, c := range l.subs {
+		_ = c.Close()
+	}
+	l.subs = nil
+}
+
+// checkLease refuses e's lease if another job than old (nil for none)
+// leases it: one record can't keep two jobs' slots, one of them would
+// never run, and a run-now would reach one. l.mu is held.
+func (l *leasedJobs) checkLease(e, old *entry) error {
+	if e.admit == nil || e.admit.state == nil {
+		return nil
+	}
+	if other := l.byLease[e.admit.lease]; other != nil && other != old {
+		return fmt.Errorf("%w: jobs %q and %q both lease %q", ErrInvalidJob, other.name, e.name, e.admit.lease)
+	}
+	return nil
+}
+
+// helloTimeout bounds the start's announcement of a job to Redis.
+const helloTimeout = 5 * time.Second
+
+// stopRetry stops the timer of this replica's next look at the job's
+// slot, if one is planned. Runtime.mu is held.
+func (s *jobState) stopRetry() {
+	if s.retry != nil {
+		s.retry.Stop()
+		s.retry = nil
+	}
+}
