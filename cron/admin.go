@@ -102,7 +102,7 @@ func (a Admin) control(ctx context.Context, op, job string) error {
 	}
 	// R16: the request is recorded; now the replicas hear of it. If it
 	// fails, the request waits in the record for the job's next claim.
-	if err := announce(ctx, c, job); err != nil {
+	if err := record.Announce(ctx, c, job); err != nil {
 		return errors.Join(short, fmt.Errorf("cron: %s %q: the request is recorded, but announcing it failed: %w", op, job, err))
 	}
 	return short

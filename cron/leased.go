@@ -15,13 +15,14 @@ import (
 // This file holds the replica side of the record protocol (PROTOCOL.md)
 // as one type: leasedJobs, which a runtime with Leased jobs drives. It
 // decides what this replica sends to each leased job's record, and when:
-// the claim before a run and the completion after it (leasedrun.go), the
-// looks that no tick starts (retry.go), the start's catch-up and
-// announcements (catchup.go), the run-now requests and follow notices
-// (requests.go, follow.go), the replica registry (replicas.go) and the
-// clock check (skew.go). Each job's record keeper is its jobState
-// (record.go), which sends what leasedJobs decides. The scheduler starts
-// the runs; leasedJobs asks it for one through scheduler.
+// the claim before a run, the completion after it and the events their
+// answers plan (leasedrun.go), the looks that no tick starts (retry.go),
+// the start's catch-up and announcements (catchup.go), the run-now
+// requests and follow notices (requests.go), the replica registry
+// (replicas.go), the clock check (skew.go) and the batching clients
+// (batch.go). Each job's record keeper is its jobState (record.go), which
+// sends what leasedJobs decides. The scheduler starts the runs; leasedJobs
+// asks it for one through scheduler, and knows nothing else of it.
 
 // scheduler is what the leased jobs' side asks of the runtime's scheduler.
 type scheduler interface {
@@ -85,11 +86,28 @@ func newLeasedJobs(sched scheduler, rep *reporter, replica string, now func() ti
 	}
 }
 
-// shutdown is called by Shutdown, under mu, once stopped is set: it stops
-// the listeners (see stopRecords) and closes listenersDone at once if no
-// listener goroutine runs, else the last to end does.
+// shutdown is called by Shutdown, under mu, once stopped is set. It
+// stops the leased jobs' side in this order:
+//
+//  1. the calls in flight of the listeners and announcements end, as lctx
+//     does;
+//  2. no planned look starts (each job's retry timer stops);
+//  3. the run-now subscriptions close, which ends their listeners;
+//  4. the registry beat and the clock check end as the scheduler's stop
+//     channel closes, which Shutdown did before: the beat takes this
+//     replica out of its registries on its way out.
+//
+// Shutdown then waits for those goroutines (listenersEnded): the last to
+// end closes listenersDone, or shutdown does at once if none runs.
 func (l *leasedJobs) shutdown() {
-	l.stopRecords()
+	l.endListens()
+	for _, e := range l.byLease {
+		e.admit.state.stopRetry()
+	}
+	for _, c := range l.subs {
+		_ = c.Close()
+	}
+	l.subs = nil
 	if l.listenersRunning == 0 {
 		close(l.listenersDone)
 	}
@@ -127,19 +145,6 @@ func (l *leasedJobs) listenersEnded(ctx context.Context) bool {
 			return false
 		}
 	}
-}
-
-// stopRecords stops the leased jobs' retry timers and run-now listeners.
-// l.mu is held; Shutdown waits for the listeners after releasing it.
-func (l *leasedJobs) stopRecords() {
-	l.endListens()
-	for _, e := range l.byLease {
-		e.admit.state.stopRetry()
-	}
-	for _, c := range l.subs {
-		_ = c.Close()
-	}
-	l.subs = nil
 }
 
 // checkLease refuses e's lease if another job than old (nil for none)

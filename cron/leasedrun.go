@@ -12,13 +12,108 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
+// This file holds one leased run, top to bottom (PROTOCOL.md):
+//
+//   - tick: the scheduler's tick of the job, or an event that no tick
+//     starts (E2 to E5, E13 again, see retry.go), hands the run to
+//     Runtime.run (run.go), which calls what follows;
+//   - claim: claimRun asks the record whether the run goes ahead (E13's
+//     look first, at a Cron slot that another replica owns, then the claim
+//     of E1 to E5), and reports a run that does not;
+//   - run: Process under the run lease, which lock.WhileHeld extends
+//     (run.go);
+//   - complete: complete records the run's end (E8), sending it again
+//     while Redis does not answer (R13) or its replicas do not acknowledge
+//     it (R18);
+//   - next event: the claim's and the completion's answers each name what
+//     this replica does next, a plan, which then carries out: a look at
+//     the slot (E2, E3, E13), an announcement (E6), a follow notice (E14),
+//     a requested run (E5).
+//
+// The run's steps read its runArgs; the next events read only the answer.
+
+// plan is what the answer to a leased run's claim or completion leaves
+// this replica to do, which then carries out. The zero plan is nothing.
+type plan struct {
+	e  *entry
+	s  *jobState
+	t  *Tick  // the run's tick: its slot, its job's name for the reports
+	id string // the slot's id in the record, as the run knew it, if known
+
+	// lookMode is the look at the slot to plan (E2, E3, or E13 once the
+	// slot is due), lookIn from now, if looks; lookID is the slot's id
+	// in the record as the answer named it.
+	looks    bool
+	lookMode claimMode
+	lookID   string
+	lookIn   time.Duration
+
+	// afterRun is E13 once this replica's own run of the job has ended
+	// (modeAfterRun); if it can't be planned and skipUnlessLooks, the
+	// tick is reported skipped.
+	afterRun, skipUnlessLooks bool
+
+	// failed is a claim in mode that Redis did not answer: the slot is
+	// looked at again, and the job announced, after a back-off.
+	failed bool
+	mode   claimMode
+
+	hello   bool // announce the job now (E6): its tick came after its claim window
+	follow  bool // publish a follow notice of the slot (E14) before the run
+	request bool // a run-now request waits (R12): run it here, or pass it on
+}
+
+// look makes n plan a look at its slot, whose record id is id, in d, for
+// the event mode.
+func (n *plan) look(mode claimMode, id string, d time.Duration) {
+	n.looks, n.lookMode, n.lookID, n.lookIn = true, mode, id, d
+}
+
+// then carries out n, in the order the protocol asks: the looks first,
+// each of which replaces a look at an older slot (see lookAgain), then
+// the announcements.
+func (l *leasedJobs) then(ctx context.Context, n plan) {
+	if n.e == nil {
+		return
+	}
+	if n.failed {
+		l.lookAgainAfterError(&n)
+		l.helloAfterError(n.e, n.s)
+		return
+	}
+	t := n.t
+	if n.afterRun {
+		if l.lookAfterRun(n.e, n.s, t.Slot, n.id) {
+			l.rep.log.LogAttrs(ctx, slog.LevelDebug, msgLookAfterRun,
+				slog.String("job", t.Job), slog.String("slot", t.Slot.String()))
+		} else if n.skipUnlessLooks {
+			l.rep.skipped(ctx, t, ReasonStillRunning)
+		}
+	}
+	if n.hello {
+		l.helloNow(n.e, n.s)
+	}
+	if n.looks {
+		l.lookAgain(n.e, n.s, n.lookMode, t.Slot, n.lookID, n.lookIn)
+	}
+	if n.follow {
+		l.announceFollow(ctx, t, n.s)
+	}
+	if n.request && !l.sched.offSchedule(n.e, modeRequest, interval.Slot{}, "") {
+		// R12: this replica no longer runs the job (removed, or shutting
+		// down): the request is announced again, for a replica that does.
+		l.passRequest(ctx, t, n.s)
+	}
+}
+
 // claimRun is a leased run's claim (E1 to E5, after E13 for a Cron slot
 // this replica does not own): it asks the record whether the run goes
-// ahead, reports and logs it if not, and plans the event that comes next
-// (a look, a follow-up, an announcement). It returns the run lease of a
-// run that goes ahead.
-func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease, bool) {
+// ahead, and reports and logs it if not. It returns the run lease of a
+// run that goes ahead (nil if none), and what the answer leaves this
+// replica to do next, for then.
+func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease, plan) {
 	t, ad, s := &a.tick, a.admit, a.admit.state
+	n := plan{e: a.e, s: s, t: t, id: a.slot}
 	var c claimed
 	claim := true
 	var err error
@@ -28,7 +123,7 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 		// E13: another replica owns the slot; look whether it claimed it.
 		var ok bool
 		if c, claim, ok, err = l.lookFirst(ctx, a, s); !ok {
-			return nil, false
+			return nil, plan{}
 		}
 	case mode == modeLook || mode == modeDue || mode == modeAfterRun:
 		// E13 again, after Redis did not answer this replica's tick or
@@ -48,13 +143,11 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 			// lost its lease, and its code has returned or was told to.
 			// The others' ticks decide the slot; and this replica looks
 			// at it once that run has ended (E13), so that a replica left
-			// alone does not lose it (seed 38401).
-			if l.lookAfterRun(a.e, s, t.Slot, a.slot) {
-				c.quiet = true
-				l.rep.log.LogAttrs(ctx, slog.LevelDebug, msgLookAfterRun,
-					slog.String("job", t.Job), slog.String("slot", t.Slot.String()))
-			}
-			c.reason = ReasonStillRunning
+			// alone does not lose it (seed 38401). If it can't, the tick
+			// is reported skipped, as any other of mode skip.
+			n.afterRun = true
+			n.skipUnlessLooks = !c.quiet && c.recorded == "" && c.run == nil
+			c.quiet, c.reason = true, ReasonStillRunning
 		}
 	}
 	if err != nil {
@@ -65,9 +158,8 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 		} else {
 			l.rep.admissionFailed(ctx, ad, t, err)
 		}
-		l.lookAgainAfterError(a)
-		l.helloAfterError(a.e, s)
-		return nil, false
+		n.failed, n.mode = true, a.mode
+		return nil, n
 	}
 	if ad.failures.Load() > 0 {
 		l.rep.admissionRecovered(ctx, ad, t)
@@ -77,7 +169,7 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 		// window: no script ran, so no C2 kept the record alive until
 		// the next tick. A start's tick is one (its start sent no E6,
 		// counting on the tick's claim): announce the job instead.
-		l.helloNow(a.e, s)
+		n.hello = true
 	}
 	if c.recorded != "" {
 		// R20: this claim recorded the slot skipped; the other
@@ -94,20 +186,22 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 			l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's tick came before its slot is due; looking again then",
 				slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.String("reason", c.reason),
 				slog.Duration("in", d))
-			l.lookAgain(a.e, s, modeDue, t.Slot, c.slot, d)
-			return nil, false
+			n.look(modeDue, c.slot, d)
+			return nil, n
 		}
 		if !c.quiet && c.reason != "" && c.recorded == "" {
 			l.rep.skipped(ctx, t, c.reason)
 		}
-		l.followUp(a, c)
-		return nil, false
+		if c.follow && c.wait > 0 {
+			// R1, R2 for E2 and E3, R6: another look may find the slot's
+			// run failed or its back-off passed (E3).
+			n.look(modeFollow, c.slot, c.wait+time.Millisecond)
+		}
+		return nil, n
 	}
 	t.Attempt, t.Trigger = c.attempt, c.trigger
 	a.slot = c.slot
-	if offTick(a, s) {
-		l.announceFollow(ctx, a, s)
-	}
+	n.follow = offTick(a, s)
 	if c.trigger == TriggerRequest && !s.shared {
 		// R9: a duration policy's requested run is filed under the
 		// record's slot, the last one opened: the tick names it too.
@@ -116,15 +210,17 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 			t.Slot = interval.Slot{Start: start, End: start.Add(s.Every)}
 		}
 	}
-	return c.run, true
+	return c.run, n
 }
 
 // complete records the end of a leased job's run in its record (E8, or
-// R13 if Redis does not answer), and schedules what the record asks for
-// next (R12): this replica's retry of the slot after its back-off (E2), or
-// a run that an operator requested meanwhile (E5).
-func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunLease, err error, end time.Time) {
+// R13 if Redis does not answer), and returns what the record asks for
+// next (R12), for then: this replica's retry of the slot after its
+// back-off (E2), a follow-up of a slot whose run lease was lost (E3), or a
+// run that an operator requested meanwhile (E5).
+func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunLease, err error, end time.Time) plan {
 	t, s := &a.tick, a.admit.state
+	n := plan{e: a.e, s: s, t: t, id: a.slot}
 	next := a.next
 	if a.atFinish {
 		next, _ = a.every.Next(t.Started, end)
@@ -141,7 +237,7 @@ func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunL
 		if c, cerr = l.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
 			l.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run was not acknowledged by enough replicas; a failover may run its slot again",
 				slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
-			return
+			return plan{}
 		}
 	} else if cerr != nil {
 		// Part of an outage, which is logged once as it begins (see
@@ -156,7 +252,7 @@ func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunL
 		if c, cerr = l.completeAgain(ctx, a, held, err, next, cerr); cerr != nil {
 			l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's run was not recorded; its run lease runs out by itself",
 				slog.String("job", t.Job), slog.Uint64("tick", t.Run), slog.Any("error", cerr))
-			return
+			return plan{}
 		}
 	}
 	if !c.held {
@@ -168,20 +264,95 @@ func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunL
 		// With attempts to spare, follow the slot up (E3), as a claim
 		// that finds it running does (R1).
 		if s.Attempts > 1 && t.Trigger != TriggerRequest {
-			l.lookAgain(a.e, s, modeFollow, t.Slot, a.slot, time.Millisecond)
+			n.look(modeFollow, a.slot, time.Millisecond)
 		}
-		return
+		return n
 	}
 	if c.closed {
 		l.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's slot failed: its claim window ends before its retry would be due",
 			slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Int("attempt", t.Attempt))
 	}
 	if c.open {
-		l.lookAgain(a.e, s, modeRetry, t.Slot, a.slot, c.backoff)
+		n.look(modeRetry, a.slot, c.backoff)
 	}
-	if c.wanted && !l.sched.offSchedule(a.e, modeRequest, interval.Slot{}, "") {
-		// R12: this replica no longer runs the job (removed, or shutting
-		// down): the request is announced again, for a replica that does.
-		l.passRequest(ctx, a, s)
+	n.request = c.wanted
+	return n
+}
+
+// completeAgain is R13: it sends the completion of a's run again, after a
+// back-off that doubles up to a third of the run lease, until Redis
+// answers, the slot's claim window and the run lease have both ended
+// (a run that outlasted its slot's window holds the job until its lease
+// does: recording its end frees the job sooner, seed 6008014),
+// or the runtime shuts down, and returns the last answer. The first error
+// was err. It is R18 too, when err wraps lock.ErrNotReplicated: then the
+// first back-off is at most a quarter of the run lease, so that the
+// completion reaches a replica promoted meanwhile before the run lease
+// that the replica has ends. Until the completion gets through, the record shows the run in
+// progress; once its run lease has ended, any claim records it lost (C1)
+// and the completion that comes later finds nothing to record.
+func (l *leasedJobs) completeAgain(ctx context.Context, a *runArgs, held *record.RunLease, runErr error, next time.Time, err error) (completed, error) {
+	s := a.admit.state
+	end := a.tick.Slot.LeaseEnd(s.ttl)
+	if a.tick.Trigger == TriggerRequest && !s.shared {
+		// A duration policy's requested run names the slot last opened,
+		// which may have ended (R9): its completion is sent again for as
+		// long as a slot's lease from the run's start would last.
+		end = interval.Slot{Start: a.tick.Started, End: a.tick.Started.Add(s.Every)}.LeaseEnd(s.ttl)
+	}
+	// At most a third of the run lease apart (Backoff, if longer), so
+	// that the run is recorded soon after Redis is back.
+	wait, most := s.backoff, max(s.backoff, s.RunTTL/3)
+	if errors.Is(err, lock.ErrNotReplicated) {
+		wait, most = min(wait, max(s.RunTTL/4, time.Millisecond)), max(s.RunTTL/3, time.Millisecond)
+	}
+	for {
+		if !l.now().Add(wait).Before(end) && !time.Now().Add(wait).Before(held.Deadline()) {
+			return completed{}, err
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-l.stop:
+			timer.Stop()
+			return completed{}, err
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
+		var c completed
+		c, err = s.complete(cctx, held, a.tick.Attempt, a.tick.Scheduled, runErr, next)
+		cancel()
+		if err == nil {
+			l.rep.log.LogAttrs(ctx, slog.LevelInfo, "cron job's run was recorded after Redis answered again",
+				slog.String("job", a.tick.Job), slog.Uint64("tick", a.tick.Run), slog.Bool("held", c.held))
+			return c, nil
+		}
+		wait = min(2*wait, most)
+	}
+}
+
+// lookAgainAfterError plans E2 or E3 again, a back-off later, after
+// Redis did not answer it, so that an outage does not lose a slot that
+// still has attempts; and after a tick or look at a Cron slot that Redis
+// did not answer, a look at the slot, a back-off later that doubles with
+// each failure in a row, before the slot ends: once Redis answers, the
+// slot runs late if no replica ran it, and this replica follows the run
+// that another replica's late look started (PROTOCOL.md, after the
+// transitions; seed 17975).
+func (l *leasedJobs) lookAgainAfterError(n *plan) {
+	s, slot := n.s, n.t.Slot
+	switch {
+	case n.mode == modeRetry || n.mode == modeFollow:
+		l.lookAgain(n.e, s, n.mode, slot, n.id, s.backoff)
+	case (n.mode == modeTick || n.mode == modeLook || n.mode == modeDue || n.mode == modeAfterRun) && s.shared:
+		k := uint32(0)
+		if n.mode == modeLook {
+			k = s.looks.Add(1)
+		} else {
+			s.looks.Store(0)
+		}
+		d := min(s.backoff<<min(k, 6), maxBackoff*s.backoff)
+		if l.now().Add(d).Before(slot.End) {
+			l.lookAgain(n.e, s, modeLook, slot, n.id, d)
+		}
 	}
 }

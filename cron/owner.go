@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -120,4 +121,10 @@ func slotNamed(every interval.Interval, id string, now time.Time) (interval.Slot
 func slotKey(t *Tick) string {
 	k, _ := t.Slot.Key()
 	return k
+}
+
+// groupOf returns the group id of a registry key: its hash tag.
+func groupOf(key string) string {
+	g, _ := strings.CutPrefix(key, replicasPrefix)
+	return strings.Trim(g, "{}")
 }

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -190,12 +189,6 @@ func (l *leasedJobs) leave(ctx context.Context, c redisscript.Client, key string
 	if err := redisscript.Process(ctx, c, redis.NewIntCmd(ctx, "zrem", key, l.replica)); err != nil {
 		l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron runtime could not leave its replica registry", slog.Any("error", err))
 	}
-}
-
-// groupOf returns the group id of a registry key: its hash tag.
-func groupOf(key string) string {
-	g, _ := strings.CutPrefix(key, replicasPrefix)
-	return strings.Trim(g, "{}")
 }
 
 // lookFirst is E13 for the tick a that this replica does not own: it

@@ -10,12 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
-	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/interval"
 )
 
-// This file holds E5 of PROTOCOL.md, the run-now requests, which come
-// over Pub/Sub (R16).
+// This file holds what comes and goes on the run-now channel: E5 of
+// PROTOCOL.md, the run-now requests, which come over Pub/Sub (R16), and
+// E14, the follow notices.
 
 // subscriber is a client that can subscribe to Pub/Sub channels: every
 // go-redis client can.
@@ -120,31 +120,19 @@ func (l *leasedJobs) listen(ctx, lctx context.Context, sub subscriber) {
 // found waiting (R16's announcement), when this replica can't serve it, so
 // that the replicas that run the job send E5 now rather than at their next
 // claim. If it fails, the request waits in the record for that claim.
-func (l *leasedJobs) passRequest(ctx context.Context, a *runArgs, s *jobState) {
+func (l *leasedJobs) passRequest(ctx context.Context, t *Tick, s *jobState) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
 	defer cancel()
-	if err := announce(pctx, s.C, s.Name); err != nil {
+	if err := record.Announce(pctx, s.C, s.Name); err != nil {
 		l.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",
-			slog.String("job", a.tick.Job), slog.Any("error", err))
+			slog.String("job", t.Job), slog.Any("error", err))
 	}
 }
 
-// announce publishes payload on the run-now channel: a job's lease name
-// (R16) or a follow notice (E14). The channel counts as the command's key,
-// so that a client that shards by key (a Ring, which otherwise sends
-// PUBLISH to any shard) sends it to the channel's shard, where the
-// replicas subscribed.
-func announce(ctx context.Context, c redisscript.Client, payload string) error {
-	pub := redis.NewIntCmd(ctx, "publish", record.RunNowChannel, payload)
-	pub.SetFirstKeyPos(1)
-	return redisscript.Process(ctx, c, pub)
-}
-
-// This file holds E14 of PROTOCOL.md, the follow notice: a replica whose
-// start ran a Cron slot that the other replicas ticked before (its late
-// tick of a slot still in its claim window, or its catch-up) tells them,
-// so that the slot's next attempt does not hang on the one replica that
-// knows of its run.
+// E14, the follow notice: a replica whose start ran a Cron slot that the
+// other replicas ticked before (its late tick of a slot still in its
+// claim window, or its catch-up) tells them, so that the slot's next
+// attempt does not hang on the one replica that knows of its run.
 
 // followPrefix begins a follow notice on the run-now channel. A lease name
 // holds no '{', so no run-now request begins so; a replica of an earlier
@@ -190,10 +178,10 @@ func offTick(a *runArgs, s *jobState) bool {
 // command, on the path of a run that offTick picked. If it fails, the
 // slot is followed only by this replica, as before notices: logged at
 // Debug, the run goes on.
-func (l *leasedJobs) announceFollow(ctx context.Context, a *runArgs, s *jobState) {
-	if err := announce(ctx, s.C, followNotice(slotKey(&a.tick), s.Name)); err != nil {
+func (l *leasedJobs) announceFollow(ctx context.Context, t *Tick, s *jobState) {
+	if err := record.Announce(ctx, s.C, followNotice(slotKey(t), s.Name)); err != nil {
 		l.rep.log.LogAttrs(ctx, slog.LevelDebug, "cron job's follow notice was not published; only this replica follows its slot",
-			slog.String("job", a.tick.Job), slog.Any("error", err))
+			slog.String("job", t.Job), slog.Any("error", err))
 	}
 }
 

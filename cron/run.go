@@ -40,7 +40,8 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 				r.rep.report(ctx, a, err, end.Sub(begin))
 			}
 			if held != nil {
-				r.leased.complete(ctx, a, held, err, end)
+				n := r.leased.complete(ctx, a, held, err, end)
+				r.leased.then(ctx, n)
 			}
 		case end.IsZero():
 			// A skipped run took no time; and a run whose end nobody
@@ -59,8 +60,10 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 			return
 		}
 		if ad.state != nil {
-			var ok bool
-			if held, ok = r.leased.claimRun(ctx, a); !ok {
+			var n plan
+			held, n = r.leased.claimRun(ctx, a)
+			r.leased.then(ctx, n)
+			if held == nil {
 				return
 			}
 		} else if ad.failures.Load() > 0 {
@@ -106,7 +109,8 @@ func (r *Runtime) run(ctx context.Context, a *runArgs) {
 	}
 	r.rep.report(ctx, a, err, took)
 	if held != nil {
-		r.leased.complete(ctx, a, held, err, end)
+		n := r.leased.complete(ctx, a, held, err, end)
+		r.leased.then(ctx, n)
 	}
 }
 

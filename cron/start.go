@@ -304,6 +304,12 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	if r == nil {
 		return nil
 	}
+	// In this order: no tick starts any more (stopped, the queue
+	// emptied); the workers may end once the runs are done (idle); the
+	// scheduler's loop and the leased jobs' loops see stop closed; the
+	// leased jobs' side stops its calls, timers and subscriptions
+	// (leasedJobs.shutdown). Then Shutdown waits for the loop, the leased
+	// side's goroutines, the runs and the workers, in that order.
 	r.mu.Lock()
 	first := !r.stopped.Load()
 	if first {

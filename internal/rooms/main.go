@@ -42,6 +42,7 @@ func main() {
 	walk := flag.String("walk", "", "follow TYPE.METHOD:PARAM or FUNC:PARAM through the package's calls")
 	top := flag.Bool("top", false, "measure the module's top-level folders, by their packages' imports")
 	flag.BoolVar(&why, "why", false, "name what each arrow that runs back up uses")
+	flag.BoolVar(&all, "arrows", false, "list every arrow between files, with what it uses")
 	flag.Parse()
 	var err error
 	switch {
@@ -161,6 +162,9 @@ func (p *pkg) lines() map[string]int {
 	}
 	return n
 }
+
+// all makes measure list every arrow, with the names it uses.
+var all bool
 
 // why makes measure name the names that each arrow running back up uses.
 var why bool
@@ -344,6 +348,15 @@ func (p *pkg) measure(w io.Writer) {
 			fmt.Fprintf(w, "      %s\n", strings.Join(slices.Sorted(maps.Keys(used[a])), " "))
 		}
 	}
+	if all {
+		fmt.Fprintln(w, "\nevery arrow, with the names it uses:")
+		for _, from := range slices.Sorted(maps.Keys(arrows)) {
+			for _, to := range slices.Sorted(maps.Keys(arrows[from])) {
+				k := [2]string{from, to}
+				fmt.Fprintf(w, "  %s -> %s: %s\n", from, to, strings.Join(slices.Sorted(maps.Keys(used[k])), " "))
+			}
+		}
+	}
 	fmt.Fprintln(w, "\ntypes with methods, by how many (and in how many files):")
 	type spread struct {
 		name           string
@@ -375,13 +388,21 @@ func (p *pkg) measure(w io.Writer) {
 	}
 }
 
-// walk prints the path of a parameter through the package's calls: from
+// stop is one function on a parameter's path, with the parameter's name
+// there and how deep in the calls it is.
+type stop struct {
+	fn    *types.Func
+	param string
+	depth int
+}
+
+// path returns the path of a parameter through the package's calls: from
 // the function where, each call that passes the parameter (or an
 // expression of it) on, depth first, each function once.
-func (p *pkg) walk(w io.Writer, where string) error {
+func (p *pkg) path(where string) ([]stop, error) {
 	fn, param, ok := strings.Cut(where, ":")
 	if !ok {
-		return fmt.Errorf("-walk %q: want FUNC:PARAM or TYPE.METHOD:PARAM", where)
+		return nil, fmt.Errorf("-walk %q: want FUNC:PARAM or TYPE.METHOD:PARAM", where)
 	}
 	decls := make(map[*types.Func]*ast.FuncDecl)
 	var start *types.Func
@@ -402,12 +423,7 @@ func (p *pkg) walk(w io.Writer, where string) error {
 		}
 	}
 	if start == nil {
-		return fmt.Errorf("-walk: no function %s in %s", fn, p.tpkg.Path())
-	}
-	type stop struct {
-		fn    *types.Func
-		param string
-		depth int
+		return nil, fmt.Errorf("-walk: no function %s in %s", fn, p.tpkg.Path())
 	}
 	seen := make(map[*types.Func]bool)
 	var stops []stop
@@ -455,16 +471,35 @@ func (p *pkg) walk(w io.Writer, where string) error {
 		})
 	}
 	visit(start, param, 0)
+	return stops, nil
+}
+
+// entries returns how many times the path enters each file: a file
+// counts again each time the path comes back to it from another.
+func (p *pkg) entries(stops []stop) map[string]int {
 	entries := make(map[string]int)
 	last := ""
+	for _, s := range stops {
+		if file := p.fileOf(s.fn); file != last {
+			entries[file]++
+			last = file
+		}
+	}
+	return entries
+}
+
+// walk prints the path of a parameter (see path), with the files it
+// enters.
+func (p *pkg) walk(w io.Writer, where string) error {
+	stops, err := p.path(where)
+	if err != nil {
+		return err
+	}
+	entries := p.entries(stops)
 	files := make(map[string]bool)
 	for _, s := range stops {
 		file := p.fileOf(s.fn)
 		files[file] = true
-		if file != last {
-			entries[file]++
-			last = file
-		}
 		fmt.Fprintf(w, "%s%s(%s)  %s\n", strings.Repeat("  ", s.depth), funcName(s.fn), s.param, file)
 	}
 	fmt.Fprintf(w, "\n%d stops in %d files; entered:", len(stops), len(files))
