@@ -1,176 +1,39 @@
 package record
 
-import (
-	"encoding/json"
-	"strconv"
-	"strings"
+import "github.com/wakuwaku-go/wakuwaku/internal/recordfmt"
+
+// The record's packed fields and its history's entries are read by
+// package recordfmt, the one reading of the record's stored format, which
+// the simulator's checks share with the runtime; these are its names as
+// the runtime knows them.
+type (
+	// RunField is the record's run (recordfmt.RunField).
+	RunField = recordfmt.RunField
+	// Slot is the record's slot (recordfmt.Slot).
+	Slot = recordfmt.Slot
+	// Skip is the record's skip (recordfmt.Skip).
+	Skip = recordfmt.Skip
+	// Ended is a run that ended, as the record's last or fail holds it
+	// (recordfmt.Ended).
+	Ended = recordfmt.Ended
+	// Mark is a field of two parts, ms|by: paused, want, seen
+	// (recordfmt.Mark).
+	Mark = recordfmt.Mark
+	// Fields is a whole record, its packed fields read (recordfmt.Fields).
+	Fields = recordfmt.Fields
+	// Entry is one run of a job's history (recordfmt.Entry).
+	Entry = recordfmt.Entry
 )
 
-// The record's packed fields (PROTOCOL.md, the record), read here and
-// nowhere else: the scripts split them with the patterns of packPatterns,
-// the Go side with these. The last part of each may hold any byte, '|'
-// too: a replica's name, a lease's token. A part that is absent is empty.
-
-// RunField is the record's run: token|since|until|try|why|slot|beat|by.
-type RunField struct {
-	Token, Since, Until, Try, Why, Slot string
-	// Beat is when the run was last known alive, empty for a run of the
-	// previous release, which has none (PROTOCOL.md, the record); By is
-	// its replica.
-	Beat, By string
-	// Valid is false for no run, or a run of an earlier layout (a token
-	// alone), which is none to the scripts: then only the parts that the
-	// value has are set, and By is not.
-	Valid bool
-}
-
-// parseRun reads a run field.
-func parseRun(v string) RunField {
-	p := parts(v, 8)
-	r := RunField{Token: p[0], Since: p[1], Until: p[2], Try: p[3], Why: p[4], Slot: p[5]}
-	if strings.Count(v, "|") < 6 {
-		return r
-	}
-	r.Valid = true
-	if isBeat(p[6], p[1], p[2]) {
-		r.Beat, r.By = p[6], p[7]
-	} else {
-		// The previous release's run, without beat: its replica's name
-		// is the rest.
-		r.By = strings.SplitN(v, "|", 7)[6]
-	}
-	return r
-}
-
-// isBeat reports whether beat, the seventh part of a run, is one: a
-// number of milliseconds from the run's since to its until. A run of the
-// previous release has none, and its replica's name may hold a '|'.
-func isBeat(beat, since, until string) bool {
-	b, err := strconv.ParseInt(beat, 10, 64)
-	s, serr := strconv.ParseInt(since, 10, 64)
-	u, uerr := strconv.ParseInt(until, 10, 64)
-	return err == nil && serr == nil && uerr == nil && s <= b && b <= u
-}
-
-// Slot is the record's slot: id|at|state|tries|retry|lease.
-type Slot struct {
-	ID, At, State, Tries, Retry, Lease string
-}
-
 // ParseSlot reads a slot field.
-func ParseSlot(v string) Slot {
-	p := parts(v, 6)
-	return Slot{ID: p[0], At: p[1], State: p[2], Tries: p[3], Retry: p[4], Lease: p[5]}
-}
-
-// Skip is the record's skip: at|reason|id|token|by.
-type Skip struct {
-	At, Reason, ID, Token, By string
-}
+func ParseSlot(v string) Slot { return recordfmt.ParseSlot(v) }
 
 // ParseSkip reads a skip field.
-func ParseSkip(v string) Skip {
-	p := parts(v, 5)
-	return Skip{At: p[0], Reason: p[1], ID: p[2], Token: p[3], By: p[4]}
-}
-
-// Ended is a run that ended, as the record's last or fail holds it:
-// last = end|start|slot|try|why|outcome|token|by, fail =
-// end|start|slot|try|why|outcome|by (Token empty).
-type Ended struct {
-	End, Start, Slot, Try, Why, Outcome, Token, By string
-}
-
-// parseLast reads a last field.
-func parseLast(v string) Ended {
-	p := parts(v, 8)
-	return Ended{End: p[0], Start: p[1], Slot: p[2], Try: p[3], Why: p[4], Outcome: p[5], Token: p[6], By: p[7]}
-}
-
-// parseFail reads a fail field.
-func parseFail(v string) Ended {
-	p := parts(v, 7)
-	return Ended{End: p[0], Start: p[1], Slot: p[2], Try: p[3], Why: p[4], Outcome: p[5], By: p[6]}
-}
-
-// Mark is a field of two parts, ms|by: paused, want, seen.
-type Mark struct {
-	MS, By string
-}
-
-// parseMark reads a mark.
-func parseMark(v string) Mark {
-	p := parts(v, 2)
-	return Mark{MS: p[0], By: p[1]}
-}
-
-// Fields is a whole record, its packed fields read.
-type Fields struct {
-	Run                RunField
-	Slot               Slot
-	Last, Fail         Ended
-	FailError          string
-	Paused, Want, Seen Mark
-	// Born, Next, Good and Every are the fields of one part: when the
-	// record was made, the earliest next tick announced, when the last
-	// successful run ended, the job's schedule.
-	Born, Next, Good, Every string
-}
+func ParseSkip(v string) Skip { return recordfmt.ParseSkip(v) }
 
 // Parse reads a record's fields, as HGETALL answers them.
-func Parse(f map[string]string) Fields {
-	return Fields{
-		Run:       parseRun(f["run"]),
-		Slot:      ParseSlot(f["slot"]),
-		Last:      parseLast(f["last"]),
-		Fail:      parseFail(f["fail"]),
-		FailError: f["fail.error"],
-		Paused:    parseMark(f["paused"]),
-		Want:      parseMark(f["want"]),
-		Seen:      parseMark(f["seen"]),
-		Born:      f["born"],
-		Next:      f["next"],
-		Good:      f["good"],
-		Every:     f["every"],
-	}
-}
-
-// parts splits a packed field into its n parts, the last of which may
-// hold '|'; missing parts are empty.
-func parts(v string, n int) []string {
-	p := strings.SplitN(v, "|", n)
-	for len(p) < n {
-		p = append(p, "")
-	}
-	return p
-}
-
-// Entry is one run of a job's history as the completion script and C1
-// write it (PROTOCOL.md, the record): times in ms of the server's clock,
-// but due, the replica's.
-type Entry struct {
-	Slot    string `json:"slot"`
-	By      string `json:"by"`
-	Why     string `json:"why"`
-	Try     string `json:"try"`
-	Due     string `json:"due"`
-	Start   string `json:"start"`
-	End     string `json:"end"`
-	Outcome string `json:"outcome"`
-	Error   string `json:"error"`
-	Reason  string `json:"reason"`
-}
+func Parse(f map[string]string) Fields { return recordfmt.Parse(f) }
 
 // ParseHistory reads a history's entries, as LRANGE answers them, in
 // their order, skipping any it can't read.
-func ParseHistory(runs []string) []Entry {
-	out := make([]Entry, 0, len(runs))
-	for _, s := range runs {
-		var e Entry
-		if err := json.Unmarshal([]byte(s), &e); err != nil {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
-}
+func ParseHistory(runs []string) []Entry { return recordfmt.ParseHistory(runs) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wakuwaku-go/wakuwaku/internal/recordfmt"
 	"github.com/wakuwaku-go/wakuwaku/internal/redisscript"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
@@ -112,7 +113,7 @@ func look(ctx context.Context, c redisscript.Client, key string, withRun bool) (
 		}
 		return ""
 	}
-	return Looked{Slot: ParseSlot(str(0)), Skip: ParseSkip(str(2)), Run: parseRun(str(3))}, nil
+	return Looked{Slot: ParseSlot(str(0)), Skip: ParseSkip(str(2)), Run: recordfmt.ParseRun(str(3))}, nil
 }
 
 // Looked is what a look read: the record's slot, the slot recorded

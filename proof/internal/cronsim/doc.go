@@ -8,8 +8,9 @@
 // It is black-box: it sees only what package cron shows any user, the
 // runs (crontest's record of cron.Observer), the runtime's Warn and Error
 // log records, cron.Admin, and the record's Redis key and fields as the
-// README documents them; so it keeps working when the protocol changes
-// inside.
+// README documents them, which it reads with the runtime's own reading of
+// the stored format (internal/recordfmt); so it keeps working when the
+// protocol changes inside.
 //
 // # A scenario
 //

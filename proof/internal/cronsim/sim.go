@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/crontest"
 	"github.com/wakuwaku-go/wakuwaku/internal/cronhook"
+	"github.com/wakuwaku-go/wakuwaku/internal/recordfmt"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
@@ -573,7 +573,8 @@ func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 	for from := 0; from < len(jobs); from += 8 {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, j := range jobs[from:min(from+8, len(jobs))] {
-				fields[from+i], ttls[from+i] = p.HGetAll(ctx, RecordKey(j.Name)), p.PTTL(ctx, RecordKey(j.Name))
+				key := recordfmt.Key(leases.Key(j.Name))
+				fields[from+i], ttls[from+i] = p.HGetAll(ctx, key), p.PTTL(ctx, key)
 			}
 			return nil
 		})
@@ -585,10 +586,9 @@ func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 	for i, j := range jobs {
 		p := Probe{At: now, Job: j.Name}
 		if f := fields[i].Val(); len(f) > 0 {
-			// slot = id|at|state|tries|retry|lease
-			slot := append(strings.SplitN(f["slot"], "|", 4), "", "", "")
-			p.Exists, p.TTL, p.Slot, p.State = true, ttls[i].Val(), slot[0], slot[2]
-			if ms, err := strconv.ParseInt(slot[1], 10, 64); err == nil {
+			slot := recordfmt.ParseSlot(f["slot"])
+			p.Exists, p.TTL, p.Slot, p.State = true, ttls[i].Val(), slot.ID, slot.State
+			if ms, err := strconv.ParseInt(slot.At, 10, 64); err == nil {
 				p.SlotAt = time.UnixMilli(ms).UTC()
 			}
 		}
@@ -596,11 +596,9 @@ func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 	}
 }
 
-// RecordKey is the Redis key of the record of the job whose lease is named
-// name, as package cron documents it.
-func RecordKey(name string) string {
-	return "@@wakuwaku-cron:{@@wakuwaku-entity:Lock:cron:" + name + "}"
-}
+// leases names the jobs' leases as the runtime does ([cron.LeaseNamespace]):
+// a job's lease key gives its record its key.
+var leases = lock.New[string](cron.LeaseNamespace, time.Second)
 
 // collect copies the runs and log records into the history, in an order
 // that does not depend on the goroutines' scheduling.

@@ -1,4 +1,4 @@
-package record
+package recordfmt
 
 import "testing"
 
@@ -20,8 +20,8 @@ func TestParseRun(t *testing.T) {
 			RunField{Token: "tok", Since: "100", Until: "200", Try: "1", Why: "tick", Slot: "s1", By: "300|x", Valid: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := parseRun(tc.v); got != tc.want {
-				t.Errorf("parseRun(%q) = %+v, want %+v", tc.v, got, tc.want)
+			if got := ParseRun(tc.v); got != tc.want {
+				t.Errorf("ParseRun(%q) = %+v, want %+v", tc.v, got, tc.want)
 			}
 		})
 	}
@@ -59,14 +59,5 @@ func TestParse(t *testing.T) {
 	}
 	if s := ParseSkip("100|paused|s1|tok|r|1"); s != (Skip{At: "100", Reason: "paused", ID: "s1", Token: "tok", By: "r|1"}) {
 		t.Errorf("ParseSkip = %+v", s)
-	}
-}
-
-// TestParseHistory skips an entry it can't read and keeps the others in
-// order.
-func TestParseHistory(t *testing.T) {
-	got := ParseHistory([]string{`{"slot":"s2","outcome":"ok"}`, `not json`, `{"slot":"s1","outcome":"skipped","reason":"paused"}`})
-	if len(got) != 2 || got[0].Slot != "s2" || got[1].Slot != "s1" || got[1].Reason != "paused" {
-		t.Errorf("ParseHistory = %+v; want s2's entry, then s1's", got)
 	}
 }
