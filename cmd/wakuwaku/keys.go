@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/recordfmt"
 )
 
 // The prefixes of the keys the library keeps: locks (and a FencedLock's
@@ -12,7 +13,7 @@ import (
 // jobs' records under recordPrefix.
 const (
 	entityPrefix = "@@wakuwaku-entity:"
-	recordPrefix = "@@wakuwaku-cron:{"
+	recordPrefix = recordfmt.Prefix
 )
 
 // The roles of an RwLock's two keys.
