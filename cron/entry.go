@@ -69,7 +69,7 @@ type policy struct {
 }
 
 // planAt returns the plan of a tick due at due and handled at now, from
-// the last one made if it was for the same two instants. r.mu is held.
+// the last one made if it was for the same two instants. Runtime.mu is held.
 func (p *policy) planAt(due int64, now time.Time, nowNs int64) interval.Plan {
 	if !p.planned || p.due != due || p.now != nowNs {
 		p.plan = p.Plan(time.Unix(0, due), now)

@@ -71,14 +71,10 @@ func (n *plan) look(mode claimMode, id string, d time.Duration) {
 
 // then carries out n, in the order the protocol asks: the looks first,
 // each of which replaces a look at an older slot (see lookAgain), then
-// the announcements.
+// the announcements. A claim that Redis did not answer plans its look
+// once the replica's own run ends, if any, before its look again.
 func (l *leasedJobs) then(ctx context.Context, n plan) {
 	if n.e == nil {
-		return
-	}
-	if n.failed {
-		l.lookAgainAfterError(&n)
-		l.helloAfterError(n.e, n.s)
 		return
 	}
 	t := n.t
@@ -89,6 +85,11 @@ func (l *leasedJobs) then(ctx context.Context, n plan) {
 		} else if n.skipUnlessLooks {
 			l.rep.skipped(ctx, t, ReasonStillRunning)
 		}
+	}
+	if n.failed {
+		l.lookAgainAfterError(&n)
+		l.helloAfterError(n.e, n.s)
+		return
 	}
 	if n.hello {
 		l.helloNow(n.e, n.s)
@@ -144,9 +145,12 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 			// The others' ticks decide the slot; and this replica looks
 			// at it once that run has ended (E13), so that a replica left
 			// alone does not lose it (seed 38401). If it can't, the tick
-			// is reported skipped, as any other of mode skip.
+			// is reported skipped, as any other of mode skip. The same
+			// look is the tick's look again when Redis did not answer
+			// (err, and no answer): lookAgainAfterError plans none for a
+			// tick in mode skip.
 			n.afterRun = true
-			n.skipUnlessLooks = !c.quiet && c.recorded == "" && c.run == nil
+			n.skipUnlessLooks = err == nil && !c.quiet && c.recorded == "" && c.run == nil
 			c.quiet, c.reason = true, ReasonStillRunning
 		}
 	}

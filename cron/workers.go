@@ -156,7 +156,7 @@ type worker struct {
 	cancelled bool
 }
 
-// startWorkers starts the runtime's workers.
+// start starts the pool's workers.
 func (p *pool) start(ctx context.Context) {
 	for range workerCount() {
 		p.workers.Add(1)
@@ -289,7 +289,7 @@ func (p *pool) goexited(ctx context.Context, w *worker, stay bool) {
 	}
 }
 
-// cancelRuns cancels the contexts of e's runs in progress with cause.
+// cancel cancels the contexts of e's runs in progress with cause.
 func (p *pool) cancel(e *entry, cause error) {
 	p.runsMu.Lock()
 	defer p.runsMu.Unlock()
