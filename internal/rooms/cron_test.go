@@ -24,7 +24,7 @@ type room struct {
 var (
 	roomHeading = regexp.MustCompile(`^## (\d+)\. (.+)$`)
 	goFile      = regexp.MustCompile("`([a-z_]+\\.go)`")
-	boundRow    = regexp.MustCompile("^\\| (.+?) \\| (?:at most )?(\\d+) \\|$")
+	boundRow    = regexp.MustCompile(`^\| (.+?) \| (?:at most )?(\d+) \|$`)
 )
 
 // readRooms reads the rooms and the figures' bounds of a ROOMS.md: a

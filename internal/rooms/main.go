@@ -169,14 +169,9 @@ var all bool
 // why makes measure name the names that each arrow running back up uses.
 var why bool
 
-// arrows returns, for each file, the files whose package-level names or
-// methods it uses, and how many uses each arrow stands for.
-func (p *pkg) arrows() map[string]map[string]int {
-	out, _ := p.arrowNames()
-	return out
-}
-
-// arrowNames is arrows, with the names each arrow uses.
+// arrowNames returns, for each file, the files whose package-level names
+// or methods it uses, how many uses each arrow stands for, and the names
+// each arrow uses.
 func (p *pkg) arrowNames() (map[string]map[string]int, map[[2]string]map[string]bool) {
 	out := make(map[string]map[string]int)
 	used := make(map[[2]string]map[string]bool)
