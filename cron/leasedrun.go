@@ -80,7 +80,11 @@ func (l *leasedJobs) then(ctx context.Context, n plan) {
 	t := n.t
 	if n.afterRun {
 		if l.lookAfterRun(n.e, n.s, t.Slot, n.id) {
-			l.rep.log.LogAttrs(ctx, slog.LevelDebug, msgLookAfterRun,
+			msg := msgLookAfterRun
+			if n.failed {
+				msg = msgLookAfterRunError
+			}
+			l.rep.log.LogAttrs(ctx, slog.LevelDebug, msg,
 				slog.String("job", t.Job), slog.String("slot", t.Slot.String()))
 		} else if n.skipUnlessLooks {
 			l.rep.skipped(ctx, t, ReasonStillRunning)

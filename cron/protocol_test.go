@@ -1387,11 +1387,30 @@ func TestProtocolCompletionAfterClaimWindow(t *testing.T) {
 // warned, and with no other replica the slot had neither a run nor a
 // recorded skip (simulator seeds 38401, 86016, 86995).
 func TestProtocolSkipAfterLostRunLooksAgain(t *testing.T) {
+	skipAfterLostRun(t, false)
+}
+
+// TestProtocolSkipUnansweredLooksAfterRun is the same, but Redis does not
+// answer the claim in mode skip either, only what comes after it. No claim
+// recorded the lapsed run lost, so its completion finds it held, and S's
+// retry runs (E2). S+1 must still end in an outcome: the tick's look again
+// after the error is the look once the replica's own run has ended (E13),
+// a tick in mode skip having no other, and it records S+1 skipped, S's run
+// having held the job when S+1's tick came (R2, R20). The simulator's
+// trace digests found that look dropped in a reshaping of the code (seed
+// 81); without it, S+1 had no outcome.
+func TestProtocolSkipUnansweredLooksAfterRun(t *testing.T) {
+	skipAfterLostRun(t, true)
+}
+
+// skipAfterLostRun runs the two tests above: failSkip makes the claim in
+// mode skip fail, as the last command of the outage.
+func skipAfterLostRun(t *testing.T, failSkip bool) {
 	srv := redistest.Start(t)
 	const every = 10 * time.Second
 	spec := interval.MustCron("*/10 * * * * *").WithoutStartupRun()
 	c := srv.Client(t)
-	var out skipClaimRevives
+	out := skipClaimRevives{failSkip: failSkip}
 	c.AddHook(&out)
 	ran := make(chan cron.Tick, 4)
 	var first atomic.Bool
@@ -1414,6 +1433,10 @@ func TestProtocolSkipAfterLostRunLooksAgain(t *testing.T) {
 		t.Fatalf("Start returned %v after slot %v began: the test's timing failed", late, S)
 	}
 	next := S.Add(every)
+	if failSkip {
+		slotHasOutcome(t, srv, spec, next, next.Add(every-time.Second))
+		return
+	}
 	select {
 	case tk := <-ran:
 		if !tk.Slot.Start.Equal(next) || tk.Attempt != 1 {
@@ -1424,12 +1447,39 @@ func TestProtocolSkipAfterLostRunLooksAgain(t *testing.T) {
 	}
 }
 
-// skipClaimRevives fails every command once dead is set, until a claim in
-// mode skip comes: Redis is back for that claim and everything after it.
-type skipClaimRevives struct{ dead atomic.Bool }
+// slotHasOutcome waits until the history of the job "report" holds the
+// Cron slot of spec that starts at start, run or recorded skipped, and
+// fails the test if it does not by deadline.
+func slotHasOutcome(t *testing.T, srv *redistest.Server, spec interval.Interval, start, deadline time.Time) {
+	t.Helper()
+	key, _ := spec.Plan(start, start).Slot.Key()
+	admin := cron.NewAdmin(lock.NewDB(srv.Client(t)))
+	var history []cron.RunRecord
+	for time.Now().Before(deadline) {
+		st, err := admin.Status(t.Context(), "report")
+		if err == nil {
+			history = st.History
+			for _, r := range history {
+				if r.Slot == key && r.Outcome != "" {
+					return
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("slot %s has no outcome in the job's history by %v: %+v", key, deadline.Format(time.TimeOnly), history)
+}
 
-// revives reports whether cmd is a claim in mode skip, and brings Redis
-// back if it is.
+// skipClaimRevives fails every command once dead is set, until a claim in
+// mode skip comes: Redis is back for that claim and everything after it,
+// or, with failSkip, for everything after it only.
+type skipClaimRevives struct {
+	dead     atomic.Bool
+	failSkip bool
+}
+
+// revives reports whether cmd is a claim in mode skip that Redis answers,
+// and brings Redis back if cmd is one.
 func (h *skipClaimRevives) revives(cmd redis.Cmder) bool {
 	if cmd.Name() != "evalsha" {
 		return false
@@ -1437,7 +1487,7 @@ func (h *skipClaimRevives) revives(cmd redis.Cmder) bool {
 	for _, a := range cmd.Args() {
 		if a == "skip" {
 			h.dead.Store(false)
-			return true
+			return !h.failSkip
 		}
 	}
 	return false

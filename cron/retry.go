@@ -29,8 +29,12 @@ func (l *leasedJobs) lookAgain(e *entry, s *jobState, mode claimMode, slot inter
 }
 
 // msgLookAfterRun is the Debug line of a tick in mode skip that plans
-// modeAfterRun.
-const msgLookAfterRun = "cron job's tick found its own run's lease lost; looking at its slot once that run ends"
+// modeAfterRun, and msgLookAfterRunError that of one that Redis did not
+// answer.
+const (
+	msgLookAfterRun      = "cron job's tick found its own run's lease lost; looking at its slot once that run ends"
+	msgLookAfterRunError = "cron job's tick got no answer while its own run goes on; looking at its slot once that run ends"
+)
 
 // lookAfterRun plans E13 at e's Cron slot, whose tick came in mode skip
 // and found no run holding the job, for when this replica's own run of e

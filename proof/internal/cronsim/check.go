@@ -825,6 +825,10 @@ const msgClaimWindowOver = "cron job's slot failed: its claim window ends before
 // for when its own run ends (E13).
 const msgLookAfterRun = "cron job's tick found its own run's lease lost; looking at its slot once that run ends"
 
+// msgLookAfterRunError is the Debug line with which a replica whose tick
+// came in mode skip, and got no answer from Redis, plans the same look.
+const msgLookAfterRunError = "cron job's tick got no answer while its own run goes on; looking at its slot once that run ends"
+
 // accounted reports whether a replica said, within [a, b], that the job's
 // tick scheduled at sched (by any release) ended as a user can see without
 // a run: its claim recorded the slot skipped (R20), or the replicas did

@@ -28,7 +28,7 @@ var Paths = []string{
 	"fault: failover", "fault: clock step", "fault: SCRIPT FLUSH", "fault: replies lost (sent again)",
 	"fault: process frozen", "fault: pause", "fault: run-now",
 	// The protocol's paths.
-	"E1 tick ran", "E13 after the replica's own run lost its lease", "E2/E3 retry or follow-up ran", "E4 catch-up ran", "E5 request ran",
+	"E1 tick ran", "E13 after the replica's own run lost its lease", "E13 after the replica's own run, its tick unanswered", "E2/E3 retry or follow-up ran", "E4 catch-up ran", "E5 request ran",
 	"run failed", "run panicked", "run killed", "run lost its lease (R11)", "run ignored its cancellation",
 	"slot retried to success", "E14 a start's run of a slot retried by another replica",
 	"skip: " + cron.ReasonLeaseHeld, "skip: " + cron.ReasonRunning, "skip: " + cron.ReasonPaused,
@@ -164,6 +164,9 @@ func Cover(sc *Scenario, h *History) []string {
 	}
 	if h.AfterRunLooks > 0 {
 		add("E13 after the replica's own run lost its lease")
+	}
+	if h.AfterErrorLooks > 0 {
+		add("E13 after the replica's own run, its tick unanswered")
 	}
 	for _, reason := range h.Reasons {
 		add("skip: " + reason)

@@ -47,6 +47,9 @@ type History struct {
 	// no run holding the job and planned a look at its slot for when the
 	// replica's own run ends (a Debug line).
 	AfterRunLooks int
+	// AfterErrorLooks is how many times a replica planned that look after
+	// a tick in mode skip that Redis did not answer.
+	AfterErrorLooks int
 	// CompletionsFirst is how many times a replica's batching client sent
 	// completions while claims or looks waited, its bound reached.
 	CompletionsFirst int
@@ -180,6 +183,7 @@ type world struct {
 	removed               [Replicas]map[string]bool
 	reasons, applied      map[string]bool
 	afterRunLooks         int          // guarded by mu
+	afterErrorLooks       int          // guarded by mu
 	clients               []any        // the jobs' clients, in hooked
 	completionsFirst      atomic.Int64 // cronhook.CompletionsFirst's calls
 
@@ -632,6 +636,7 @@ func (w *world) collect() {
 	w.h.Reasons = slices.Sorted(maps.Keys(w.reasons))
 	w.h.Applied = slices.Sorted(maps.Keys(w.applied))
 	w.h.AfterRunLooks = w.afterRunLooks
+	w.h.AfterErrorLooks = w.afterErrorLooks
 	w.h.CompletionsFirst = int(w.completionsFirst.Load())
 	w.qmu.Lock()
 	w.h.Starved = slices.Clone(w.starved)
@@ -760,8 +765,11 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn {
 		s.w.logs = append(s.w.logs, rec)
 	}
-	if r.Message == msgLookAfterRun {
+	switch r.Message {
+	case msgLookAfterRun:
 		s.w.afterRunLooks++
+	case msgLookAfterRunError:
+		s.w.afterErrorLooks++
 	}
 	s.w.mu.Unlock()
 	return nil
