@@ -30,7 +30,8 @@ import (
 //     the slot (E2, E3, E13), an announcement (E6), a follow notice (E14),
 //     a requested run (E5).
 //
-// The run's steps read its runArgs; the next events read only the answer.
+// The run's steps read its runArgs; the next events read only their plan:
+// the answer, and the run's job and slot.
 
 // plan is what the answer to a leased run's claim or completion leaves
 // this replica to do, which then carries out. The zero plan is nothing.
