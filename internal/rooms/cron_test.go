@@ -16,9 +16,10 @@ import (
 // room is one room of cron/ROOMS.md: its number, in reading order, and
 // its files.
 type room struct {
-	n     int
-	title string
-	files []string
+	n      int
+	title  string
+	files  []string
+	mayUse string // the text of its "- may use:" item
 }
 
 var (
@@ -46,6 +47,9 @@ func readRooms(text string) ([]room, map[string]int) {
 			b, _ := strconv.Atoi(m[2])
 			bounds[m[1]] = b
 			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "- may use:"); ok && len(rooms) > 0 {
+			rooms[len(rooms)-1].mayUse = strings.ToLower(rest)
 		}
 		switch {
 		case strings.HasPrefix(line, "- files:"):
@@ -97,6 +101,13 @@ func TestCronRooms(t *testing.T) {
 	last := &moved[len(moved)-1]
 	last.files = slices.DeleteFunc(slices.Clone(last.files), func(f string) bool { return f == "runtime.go" })
 	planted("the scheduler's file moved to the first room", moved, bounds, "a room after its own")
+	narrow := slices.Clone(rooms) // the replica side may use words only
+	for i := range narrow {
+		if narrow[i].title == "The replica side" {
+			narrow[i].mayUse = "words"
+		}
+	}
+	planted("the replica side may use words only", narrow, bounds, "does not name")
 	dropped := slices.Clone(rooms)
 	dropped[0].files = dropped[0].files[1:]
 	planted("a file in no room", dropped, bounds, "in no room")
@@ -111,6 +122,13 @@ func TestCronRooms(t *testing.T) {
 	tight["times that path enters one file"] = 1
 	planted("a path of 5 stops", rooms, tight, "one run's path has")
 	planted("a path that enters each file once", rooms, tight, "one run's path enters")
+}
+
+// mayUse reports whether room i's "may use" item names room j, one before
+// it, by its title, or says "every room before it".
+func mayUse(rooms []room, i, j int) bool {
+	u := rooms[i].mayUse
+	return strings.Contains(u, "every room before it") || strings.Contains(u, strings.ToLower(rooms[j].title))
 }
 
 // checkRooms checks rooms and bounds against the package p, and returns
@@ -145,6 +163,9 @@ func checkRooms(p *pkg, rooms []room, bounds map[string]int) []string {
 		for to := range tos {
 			rf, okf := roomOf[from]
 			rt, okt := roomOf[to]
+			if okf && okt && rt < rf && !mayUse(rooms, rf, rt) {
+				errorf("%s (room %d) uses %s (room %d), which its \"may use\" does not name", from, rf+1, to, rt+1)
+			}
 			if okf && okt && rt > rf {
 				names := slices.Sorted(func(yield func(string) bool) {
 					for n := range used[[2]string{from, to}] {
