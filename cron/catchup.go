@@ -27,10 +27,10 @@ func (l *leasedJobs) startRecords(ctx context.Context, now time.Time, entries []
 		return
 	}
 	// Counted under l.mu while not stopped: Shutdown waits for them
-	// (see listenerEnded).
-	l.listenersRunning++
+	// (see workEnded).
+	l.working++
 	go func() {
-		defer l.listenerEnded()
+		defer l.workEnded()
 		for _, e := range entries {
 			if l.stopped.Load() {
 				return
@@ -73,12 +73,12 @@ func (l *leasedJobs) startRecords(ctx context.Context, now time.Time, entries []
 			continue
 		}
 		l.listening[key] = true
-		l.listenersRunning++
+		l.working++
 		go l.listen(ctx, l.lctx, sub)
 	}
 	if !l.watchingSkew {
 		l.watchingSkew = true
-		l.listenersRunning += 2
+		l.working += 2
 		go l.watchSkew(l.lctx)
 		go l.beat(l.lctx)
 	}
@@ -123,29 +123,51 @@ func (l *leasedJobs) helloAfterError(e *entry, s *jobState) {
 	}
 }
 
-// helloNow announces e at once, unless an announcement is on its way
-// already, and again with back-off while Redis does not answer.
+// helloNow announces e at once, in a goroutine of the background work,
+// unless an announcement is on its way already, and again with back-off
+// while Redis does not answer.
 func (l *leasedJobs) helloNow(e *entry, s *jobState) {
-	if s.helloing.CompareAndSwap(false, true) {
-		go l.helloTry(l.lctx, l.lctx, e, helloAgain)
+	if !s.helloing.CompareAndSwap(false, true) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.spawn(func() { l.helloTry(l.lctx, l.lctx, e, helloAgain) }) {
+		s.helloing.Store(false)
 	}
 }
 
-// helloLater calls helloTry in wait, if the runtime still runs e with
-// the record s.
+// helloLater calls helloTry in wait, in a goroutine of the background
+// work, if the runtime still runs e with the record s then. Its timer is
+// s's, which Shutdown stops.
 func (l *leasedJobs) helloLater(ctx, lctx context.Context, e *entry, s *jobState, wait time.Duration) {
-	time.AfterFunc(wait, func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped.Load() {
+		s.helloing.Store(false)
+		return
+	}
+	var timer *time.Timer
+	timer = time.AfterFunc(wait, func() {
 		l.mu.Lock()
-		current := !l.stopped.Load() && e.state.Load()&stateRemoved == 0 && e.admit != nil && e.admit.state == s
-		l.mu.Unlock()
-		if current && lctx.Err() == nil {
-			l.helloTry(ctx, lctx, e, min(2*wait, helloAgainMax))
-		} else {
+		defer l.mu.Unlock()
+		if s.helloTimer != timer {
+			return // stopped, or replaced by a newer one
+		}
+		s.helloTimer = nil
+		current := e.state.Load()&stateRemoved == 0 && e.admit != nil && e.admit.state == s && lctx.Err() == nil
+		if !current || !l.spawn(func() { l.helloTry(ctx, lctx, e, min(2*wait, helloAgainMax)) }) {
 			s.helloing.Store(false)
 		}
 	})
+	if s.helloTimer != nil {
+		s.helloTimer.Stop()
+	}
+	s.helloTimer = timer
 }
 
+// helloTry announces e (E6), and plans the announcement again, wait later,
+// if Redis does not answer. It runs in a goroutine of the background work.
 func (l *leasedJobs) helloTry(ctx, lctx context.Context, e *entry, wait time.Duration) {
 	l.mu.Lock()
 	next, _ := l.sched.nextDue(e) // none, for a job with no tick to come

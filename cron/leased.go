@@ -36,8 +36,10 @@ type scheduler interface {
 
 // leasedJobs is the runtime's Leased jobs and what they do beside their
 // runs: their batching clients, run-now listeners, registry beat and clock
-// check, and the goroutines of those calls, which Shutdown stops (stop)
-// and waits for (listenersEnded).
+// check, announcements and planned looks. It owns every piece of that
+// background work (a goroutine it counts in working, a timer it keeps in
+// the job's jobState), which Shutdown stops (shutdown) and waits for
+// (drained), in the order PROTOCOL.md's "Shutdown" gives.
 type leasedJobs struct {
 	sched   scheduler
 	rep     *reporter
@@ -45,28 +47,32 @@ type leasedJobs struct {
 	now     func() time.Time
 
 	// mu is the scheduler's lock: Replace changes a job's record keeper
-	// (entry.admit) under it, and the retry timers, which a run's end and
-	// Replace both plan, are guarded by it too. stopped and stop are the
-	// scheduler's: Shutdown was called.
+	// (entry.admit) under it, and the timers of the looks and
+	// announcements, which a run's end and Replace both plan, are guarded
+	// by it too. stopped and stop are the scheduler's: Shutdown was
+	// called.
 	mu      *sync.Mutex
 	stopped *atomic.Bool
 	stop    <-chan struct{}
 
-	// lctx is the context of the leased jobs' own calls (run-now
-	// listeners, announcements), which end at Shutdown: endListens
-	// cancels it.
+	// rctx is the runtime's context, which ends when Shutdown gave up
+	// waiting (or once it is done): no command of the leased jobs starts
+	// after it ended, a run's completion included. lctx, its child, is the
+	// context of the leased jobs' own calls (run-now listeners,
+	// announcements), which end as Shutdown begins: endListens cancels it.
+	rctx       context.Context
 	lctx       context.Context
 	endListens context.CancelFunc
 
 	// The leased jobs by lease name, and the Pub/Sub subscriptions on
 	// which their run-now requests come, one per client, whose listeners
 	// Shutdown stops and waits for. Guarded by mu.
-	byLease          map[string]*entry
-	subs             []io.Closer
-	listening        map[any]bool // the clients with a listener
-	watchingSkew     bool
-	listenersRunning int           // the goroutines of the leased jobs' own calls
-	listenersDone    chan struct{} // closed when they ended after Shutdown
+	byLease      map[string]*entry
+	subs         []io.Closer
+	listening    map[any]bool // the clients with a listener
+	watchingSkew bool
+	working      int           // the goroutines of the background work (see spawn)
+	workDone     chan struct{} // closed when they ended after Shutdown
 
 	batchMu sync.Mutex
 	batches map[any]*record.Batcher // the batching clients, by client (guarded by batchMu: Start holds mu)
@@ -74,15 +80,16 @@ type leasedJobs struct {
 
 // newLeasedJobs returns the leased jobs' side of a runtime whose
 // scheduler is sched, and whose lock, stop flag and channel are mu,
-// stopped and stop. Its calls end when lctx does.
+// stopped and stop. Its commands end when rctx does, the calls of its
+// listeners and announcements when lctx does.
 func newLeasedJobs(sched scheduler, rep *reporter, replica string, now func() time.Time,
-	mu *sync.Mutex, stopped *atomic.Bool, stop <-chan struct{}, lctx context.Context, endListens context.CancelFunc) *leasedJobs {
+	mu *sync.Mutex, stopped *atomic.Bool, stop <-chan struct{}, rctx, lctx context.Context, endListens context.CancelFunc) *leasedJobs {
 	return &leasedJobs{
 		sched: sched, rep: rep, replica: replica, now: now,
-		mu: mu, stopped: stopped, stop: stop, lctx: lctx, endListens: endListens,
-		byLease:       make(map[string]*entry),
-		listening:     make(map[any]bool),
-		listenersDone: make(chan struct{}),
+		mu: mu, stopped: stopped, stop: stop, rctx: rctx, lctx: lctx, endListens: endListens,
+		byLease:   make(map[string]*entry),
+		listening: make(map[any]bool),
+		workDone:  make(chan struct{}),
 	}
 }
 
@@ -91,55 +98,72 @@ func newLeasedJobs(sched scheduler, rep *reporter, replica string, now func() ti
 //
 //  1. the calls in flight of the listeners and announcements end, as lctx
 //     does;
-//  2. no planned look starts (each job's retry timer stops);
+//  2. no planned look or announcement starts (each job's timers stop);
 //  3. the run-now subscriptions close, which ends their listeners;
 //  4. the registry beat and the clock check end as the scheduler's stop
 //     channel closes, which Shutdown did before: the beat takes this
 //     replica out of its registries on its way out.
 //
-// Shutdown then waits for those goroutines (listenersEnded): the last to
-// end closes listenersDone, or shutdown does at once if none runs.
+// Shutdown then waits for those goroutines (drained): the last to
+// end closes workDone, or shutdown does at once if none runs.
 func (l *leasedJobs) shutdown() {
 	l.endListens()
 	for _, e := range l.byLease {
 		e.admit.state.stopRetry()
+		e.admit.state.stopHello()
 	}
 	for _, c := range l.subs {
 		_ = c.Close()
 	}
 	l.subs = nil
-	if l.listenersRunning == 0 {
-		close(l.listenersDone)
+	if l.working == 0 {
+		close(l.workDone)
 	}
 }
 
-// listenerEnded counts the end of one of the goroutines of the leased
-// jobs' own calls (a listener, a start's announcements, the clock check),
-// which began under l.mu while the runtime was not stopped, and closes
-// listenersDone after the last once Shutdown was called. Deferred by each,
+// spawn runs f in a goroutine of the background work, which Shutdown
+// waits for, and reports whether it did: not once Shutdown was called.
+// l.mu is held.
+func (l *leasedJobs) spawn(f func()) bool {
+	if l.stopped.Load() {
+		return false
+	}
+	l.working++
+	go func() {
+		defer l.workEnded()
+		f()
+	}()
+	return true
+}
+
+// workEnded counts the end of one of the goroutines of the background
+// work (a listener, a start's catch-up and announcements, an announcement
+// again, the registry beat, the clock check), which began under l.mu
+// while the runtime was not stopped (spawn, or Start's), and closes
+// workDone after the last once Shutdown was called. Deferred by each,
 // it lets a panic go on at once: the goroutine may have panicked holding
 // l.mu, and waiting for it would hang the runtime instead of crashing.
-func (l *leasedJobs) listenerEnded() {
+func (l *leasedJobs) workEnded() {
 	if p := recover(); p != nil {
 		panic(p)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.listenersRunning--; l.listenersRunning == 0 && l.stopped.Load() {
-		close(l.listenersDone)
+	if l.working--; l.working == 0 && l.stopped.Load() {
+		close(l.workDone)
 	}
 }
 
-// listenersEnded waits for the leased jobs' listeners to end after
-// Shutdown, until ctx ends, and reports whether they did: listeners that
-// end as ctx does ended in time.
-func (l *leasedJobs) listenersEnded(ctx context.Context) bool {
+// drained waits for the goroutines of the background work to end after
+// Shutdown, until ctx ends, and reports whether they did: those that end
+// as ctx does ended in time.
+func (l *leasedJobs) drained(ctx context.Context) bool {
 	select {
-	case <-l.listenersDone:
+	case <-l.workDone:
 		return true
 	case <-ctx.Done():
 		select {
-		case <-l.listenersDone:
+		case <-l.workDone:
 			return true
 		default:
 			return false
@@ -162,6 +186,16 @@ func (l *leasedJobs) checkLease(e, old *entry) error {
 
 // helloTimeout bounds the start's announcement of a job to Redis.
 const helloTimeout = 5 * time.Second
+
+// stopHello stops the timer of this replica's next announcement of the
+// job, if one waits. Runtime.mu is held.
+func (s *jobState) stopHello() {
+	if s.helloTimer != nil {
+		s.helloTimer.Stop()
+		s.helloTimer = nil
+	}
+	s.helloing.Store(false)
+}
 
 // stopRetry stops the timer of this replica's next look at the job's
 // slot, if one is planned. Runtime.mu is held.

@@ -198,7 +198,13 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 			n.look(modeDue, c.slot, d)
 			return nil, n
 		}
-		if !c.quiet && c.reason != "" && c.recorded == "" {
+		switch {
+		case c.quiet || c.reason == "" || c.recorded != "":
+		case a.mode == modeRetry || a.mode == modeFollow:
+			// Not a tick: the slot's outcome is its last attempt's, which
+			// the history shows; no observer counts a refused look.
+			l.rep.lookRefused(ctx, t, a.mode == modeRetry, c.reason)
+		default:
 			l.rep.skipped(ctx, t, c.reason)
 		}
 		if c.follow && c.wait > 0 {
@@ -222,6 +228,10 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 	return c.run, n
 }
 
+// msgNotRecorded is the Warn line of a run that returned after Shutdown
+// gave up waiting for it.
+const msgNotRecorded = "cron job's run returned after Shutdown gave up waiting; not recorded, its run lease runs out by itself"
+
 // complete records the end of a leased job's run in its record (E8, or
 // R13 if Redis does not answer), and returns what the record asks for
 // next (R12), for then: this replica's retry of the slot after its
@@ -234,9 +244,18 @@ func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunL
 	if a.atFinish {
 		next, _ = a.every.Next(t.Started, end)
 	}
-	// Shutdown may have cancelled the run's context: the record is still
-	// written, within the run lease.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
+	if l.rctx.Err() != nil {
+		// Shutdown gave up waiting for this run and returned: nothing of
+		// the runtime is sent after that. Its run lease runs out, and the
+		// next claim of the job records the run lost (C1).
+		l.rep.log.LogAttrs(ctx, slog.LevelWarn, msgNotRecorded,
+			slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Uint64("tick", t.Run))
+		return plan{}
+	}
+	// The runtime's context ends only when Shutdown gives up: until then
+	// the completion goes, whatever became of the run's own context (a
+	// Remove may have cancelled it).
+	cctx, cancel := context.WithTimeout(l.rctx, s.RunTTL)
 	c, cerr := s.complete(cctx, held, t.Attempt, t.Scheduled, err, next)
 	cancel()
 	if errors.Is(cerr, lock.ErrNotReplicated) {
@@ -293,7 +312,9 @@ func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunL
 // answers, the slot's claim window and the run lease have both ended
 // (a run that outlasted its slot's window holds the job until its lease
 // does: recording its end frees the job sooner, seed 6008014),
-// or the runtime shuts down, and returns the last answer. The first error
+// or Shutdown gives up waiting (the runtime's context ends), and returns the
+// last answer: a Shutdown that waits for the run waits for its completion
+// too. The first error
 // was err. It is R18 too, when err wraps lock.ErrNotReplicated: then the
 // first back-off is at most a quarter of the run lease, so that the
 // completion reaches a replica promoted meanwhile before the run lease
@@ -322,11 +343,11 @@ func (l *leasedJobs) completeAgain(ctx context.Context, a *runArgs, held *record
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
-		case <-l.stop:
+		case <-l.rctx.Done():
 			timer.Stop()
 			return completed{}, err
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
+		cctx, cancel := context.WithTimeout(l.rctx, s.RunTTL)
 		var c completed
 		c, err = s.complete(cctx, held, a.tick.Attempt, a.tick.Scheduled, runErr, next)
 		cancel()

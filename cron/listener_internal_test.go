@@ -13,7 +13,7 @@ import (
 
 // TestListenerPanicCrashes checks that a panic in one of the leased jobs'
 // own goroutines, raised while it holds the runtime's lock, crashes the
-// process as a panic does, instead of leaving its deferred listenerEnded
+// process as a panic does, instead of leaving its deferred workEnded
 // waiting for that lock for good. The panic runs in a child process.
 func TestListenerPanicCrashes(t *testing.T) {
 	if os.Getenv("WAKUWAKU_TEST_LISTENER_PANIC") == "1" {
@@ -21,7 +21,7 @@ func TestListenerPanicCrashes(t *testing.T) {
 		l := &leasedJobs{mu: &mu}
 		mu.Lock()
 		func() {
-			defer l.listenerEnded()
+			defer l.workEnded()
 			panic("a listener's bug")
 		}()
 		return

@@ -105,9 +105,12 @@ type jobState struct {
 	// one, as the last beat read it (replicas.go); nil until then.
 	group atomic.Pointer[replicaGroup]
 
-	// helloing is set while an announcement of the job waits to be sent
-	// again after Redis did not answer (see helloAfterError).
-	helloing atomic.Bool
+	// helloing is set while an announcement of the job is on its way or
+	// waits to be sent again after Redis did not answer (see
+	// helloAfterError), whose timer is helloTimer (guarded by
+	// Runtime.mu).
+	helloing   atomic.Bool
+	helloTimer *time.Timer
 }
 
 // newJobState checks a leased job's config, whose Name is set, and returns

@@ -85,7 +85,7 @@ func (l *leasedJobs) groups() []*groupClient {
 // Shutdown it takes the replica out of them, so that its slots' owners
 // change at once.
 func (l *leasedJobs) beat(ctx context.Context) {
-	defer l.listenerEnded()
+	defer l.workEnded()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	mine := make(map[string]redisscript.Client) // the registries this replica is in
@@ -175,9 +175,10 @@ func beatOnce(ctx context.Context, c redisscript.Client, key, replica string, no
 }
 
 // farewell takes this replica out of its registries at Shutdown, bounded
-// by beatTimeout (and by Shutdown's ctx, which stops waiting for it).
+// by beatTimeout and by Shutdown's ctx: once Shutdown gave up waiting, the
+// runtime's context ends, and nothing is sent after.
 func (l *leasedJobs) farewell(mine map[string]redisscript.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), beatTimeout)
+	ctx, cancel := context.WithTimeout(l.rctx, beatTimeout)
 	defer cancel()
 	for key, c := range mine {
 		l.leave(ctx, c, key)

@@ -133,6 +133,25 @@ func (p *reporter) skipped(ctx context.Context, t *Tick, reason string) {
 	}
 }
 
+// lookRefused logs a retry (E2, retry) or follow-up (E3) of t's slot that
+// the record refused for reason. It tells the observer nothing: neither
+// is a tick, and the slot's outcome is its last attempt's, which the
+// history holds and its replica reported. Only this replica's own retry
+// refused by a pause is worth a Warn (PROTOCOL.md, "How a slot ends"):
+// the slot gets no further attempt, though it had one left.
+func (p *reporter) lookRefused(ctx context.Context, t *Tick, retry bool, reason string) {
+	level, msg := slog.LevelDebug, "cron job's look at its slot was refused"
+	if retry && reason == ReasonPaused {
+		level, msg = slog.LevelWarn, msgRetryPaused
+	}
+	if p.log.Enabled(ctx, level) {
+		p.logSkip(ctx, level, msg, t, reason, nil)
+	}
+}
+
+// msgRetryPaused is the message of a retry that a pause refused.
+const msgRetryPaused = "cron job's retry was refused: the job is paused; its slot ends with its failed attempts"
+
 // skipRecorded logs, at Warn, a tick whose slot this replica's claim
 // recorded skipped in the record and its history (R20), and tells the
 // observer with its reason: one replica does, so a count of skips summed

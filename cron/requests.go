@@ -43,7 +43,7 @@ const (
 // requests: the first refusal is logged at Error, the subscription asked
 // for again with back-off, and the recovery logged once it is granted.
 func (l *leasedJobs) listen(ctx, lctx context.Context, sub subscriber) {
-	defer l.listenerEnded()
+	defer l.workEnded()
 	ps := sub.Subscribe(lctx, record.RunNowChannel)
 	l.mu.Lock()
 	stopped := l.stopped.Load()
@@ -121,7 +121,7 @@ func (l *leasedJobs) listen(ctx, lctx context.Context, sub subscriber) {
 // that the replicas that run the job send E5 now rather than at their next
 // claim. If it fails, the request waits in the record for that claim.
 func (l *leasedJobs) passRequest(ctx context.Context, t *Tick, s *jobState) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.RunTTL)
+	pctx, cancel := context.WithTimeout(l.rctx, s.RunTTL)
 	defer cancel()
 	if err := record.Announce(pctx, s.C, s.Name); err != nil {
 		l.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron job's run-now request waits for another replica's next claim: this replica no longer runs the job, and announcing the request again failed",

@@ -34,7 +34,7 @@ func (l *leasedJobs) maxSkew() (time.Duration, redisscript.Client, bool) {
 // SkewCheckEvery, through a leased job's client, until Shutdown: it logs a
 // warning when they disagree by more than maxSkew, and tells the observer.
 func (l *leasedJobs) watchSkew(ctx context.Context) {
-	defer l.listenerEnded()
+	defer l.workEnded()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

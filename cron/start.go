@@ -59,7 +59,7 @@ func Start(jobs []Job, opts ...Option) (*Runtime, error) {
 		batch:      make([]*runArgs, 0, dispatchChunk),
 	}
 	r.pool = newPool(r.run, r.idle)
-	r.leased = newLeasedJobs(r, &r.rep, r.replica, r.now, &r.mu, &r.stopped, r.stop, lctx, endListens)
+	r.leased = newLeasedJobs(r, &r.rep, r.replica, r.now, &r.mu, &r.stopped, r.stop, ctx, lctx, endListens)
 	fail := func(err error) (*Runtime, error) {
 		cancel(err)
 		return nil, err
@@ -288,15 +288,22 @@ var ErrShutdown = errors.New("cron: shut down")
 
 // Shutdown stops the runtime: no tick starts a run any more, and Shutdown
 // waits for the runs in progress to return. It returns nil once they have,
-// and the runtime has no goroutine left.
+// their outcomes are recorded (a leased run's completion is sent again
+// while Redis does not answer and its run lease lasts, PROTOCOL.md's R13),
+// and the runtime has no goroutine or timer left: nothing of it sends a
+// Redis command after Shutdown returned nil. PROTOCOL.md's "Shutdown"
+// gives the order.
 //
 // If ctx ends first, Shutdown cancels the runs' contexts with cause
 // [ErrShutdown] and returns ctx.Err() without waiting further; a job that
 // honours its context returns soon after. The same holds for a leased
-// job's calls to Redis that Shutdown waits for (a start's announcement, a
-// clock check, leaving the replica registry), which a Redis that stopped
-// answering can hold up. To wait
-// for those runs and calls too, call Shutdown again with a new context.
+// job's calls to Redis that Shutdown waits for (a completion, an
+// announcement, a clock check, leaving the replica registry), which a
+// Redis that stopped answering can hold up. From then on the runtime
+// starts no Redis command (a command already on its way may still reach
+// Redis): a leased run that returns later is not recorded, its run lease
+// runs out, and the next claim records it lost. To wait for those runs
+// and calls, call Shutdown again with a new context.
 //
 // Shutdown is safe to call more than once and from several goroutines; each
 // call waits as described. Shutdown on a nil *Runtime returns nil.
@@ -332,12 +339,12 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 
 	// The scheduler only hands runs to the workers and reports skipped
 	// ticks, so it returns at once: wait for it whatever ctx says. The
-	// leased jobs' listeners may be stuck in a call to a Redis that
+	// leased jobs' background work may be stuck in a call to a Redis that
 	// stopped answering, which a go-redis client without
 	// ContextTimeoutEnabled does not end when its context does: ctx
 	// bounds the wait for them too.
 	<-r.loopDone
-	if !r.leased.listenersEnded(ctx) {
+	if !r.leased.drained(ctx) {
 		r.cancel(ErrShutdown)
 		r.rep.log.LogAttrs(ctx, slog.LevelWarn, "cron runtime gave up waiting for its calls to Redis",
 			slog.Int64("runs", r.inflight.Load()))

@@ -82,12 +82,18 @@ func (bt *batch) add(ctx context.Context, cmd redis.Cmder) {
 
 // Process sends cmd in a batch and returns its error once the batch is
 // back. It does not return when ctx ends: the command is the batch's until
-// then, as a command a client has sent is its connection's.
+// then, as a command a client has sent is its connection's. A command
+// whose ctx has ended already is not sent, as a go-redis client sends
+// none: so once the runtime's context ends, nothing more goes.
 func (b *Batcher) Process(ctx context.Context, cmd redis.Cmder) error {
 	return b.process(ctx, cmd, false)
 }
 
 func (b *Batcher) process(ctx context.Context, cmd redis.Cmder, later bool) error {
+	if err := ctx.Err(); err != nil {
+		cmd.SetErr(err)
+		return err
+	}
 	wire, size := cmp.Or(b.wire, batchWire), cmp.Or(b.size, batchSize)
 	b.mu.Lock()
 	q := &b.waiting

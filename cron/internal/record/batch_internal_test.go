@@ -306,3 +306,32 @@ func TestBatchClientLater(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchClientEndedContext sends a command whose context has ended
+// through a Batcher and its later client, on a real redis-server: neither
+// sends it, as a go-redis client would not, and the command holds the
+// context's error. A Batcher used to send it, so that a completion could
+// reach Redis after Shutdown had given up and returned.
+func TestBatchClientEndedContext(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	trips := &lookTrips{}
+	rdb.AddHook(trips)
+	b := NewBatcher(rdb, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, c := range []struct {
+		name string
+		send func(context.Context, redis.Cmder) error
+	}{{"claims", b.Process}, {"completions", b.Later().Process}} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := redis.NewSliceCmd(ctx, "hmget", "record", "run")
+			if err := c.send(ctx, cmd); !errors.Is(err, context.Canceled) || !errors.Is(cmd.Err(), context.Canceled) {
+				t.Errorf("Process = %v, command's error %v; want %v", err, cmd.Err(), context.Canceled)
+			}
+		})
+	}
+	if n := trips.cmds.Load(); n != 0 {
+		t.Errorf("%d commands sent, want none", n)
+	}
+}
