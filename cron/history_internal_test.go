@@ -124,6 +124,20 @@ func TestParseHistoryLostInOneMillisecond(t *testing.T) {
 	}
 }
 
+// TestParseHistoryLostThenSkipped checks that a lost run, which the record
+// keeps as its last, is listed once when a skip was recorded after it: the
+// skip is the history's newest entry, the lost run the next. It used to be
+// listed twice, once from the record's last and once from the history.
+func TestParseHistoryLostThenSkipped(t *testing.T) {
+	at := time.UnixMilli(1_800_000_000_000).UTC()
+	skip := `{"slot":"2027-01-15T08:00:02Z","by":"r1","why":"schedule","try":"0","due":"1800000001000","start":"1800000001000","end":"1800000001000","outcome":"skipped","reason":"previous run still in progress"}`
+	lost := `{"slot":"2027-01-15T08:00:01Z","by":"r0","why":"schedule","try":"1","due":"","start":"1800000000000","end":"1800000000500","outcome":"lost","error":"run lease expired"}`
+	last := &RunRecord{Slot: "2027-01-15T08:00:01Z", Replica: "r0", Attempt: 1, Started: at, Outcome: "lost"}
+	if got := outcomes(parseHistory([]string{skip, lost}, last)); got != "skipped lost" {
+		t.Errorf("history = %s, want skipped lost", got)
+	}
+}
+
 // TestHistoryExpiresWithRecord: a history that a completion starts, or a
 // claim's lost run, expires with its record, to the millisecond, on a real
 // redis-server. Its TTL was the record's PTTL set again with PEXPIRE, and

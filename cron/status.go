@@ -179,8 +179,9 @@ func (a Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 
 // parseHistory reads a history's entries, newest first, skipping any it
 // can't read. last, the record's last run, leads it if it was lost and the
-// history doesn't have it: a claim adds each run it records lost to
-// both, but an earlier version's claims left it to the next completion.
+// history doesn't have it anywhere (a skip recorded after it comes before
+// it): a claim adds each run it records lost to both, but an earlier
+// version's claims left it to the next completion.
 func parseHistory(runs []string, last *RunRecord) []RunRecord {
 	entries := record.ParseHistory(runs)
 	out := make([]RunRecord, 0, len(runs)+1)
@@ -202,7 +203,7 @@ func parseHistory(runs []string, last *RunRecord) []RunRecord {
 		}
 		out = append(out, r)
 	}
-	if last != nil && last.Outcome == "lost" && (len(out) == 0 || !sameRun(out[0], *last)) {
+	if last != nil && last.Outcome == "lost" && !slices.ContainsFunc(out, func(r RunRecord) bool { return sameRun(r, *last) }) {
 		out = slices.Insert(out, 0, *last)
 	}
 	if len(out) == 0 {
