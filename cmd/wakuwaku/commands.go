@@ -55,7 +55,9 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, rest []string, asJS
 	for _, j := range jobs {
 		slot, replica, outcome, took := "-", "-", "-", "-"
 		if l := j.Last; l != nil {
-			slot, replica, outcome, took = l.Slot, l.Replica, l.Outcome, l.Duration.Round(time.Millisecond).String()
+			// Every string from the record goes through printable: a
+			// replica's name may hold a terminal's escape sequence or a tab.
+			slot, replica, outcome, took = slotText(l.Slot), printable(l.Replica), printable(l.Outcome), l.Duration.Round(time.Millisecond).String()
 			switch {
 			case j.SlotState == "failed" && j.Slot == l.Slot:
 				// The slot used up its attempts: no replica tries it again.
@@ -66,7 +68,7 @@ func (t *tool) status(ctx context.Context, admin cron.Admin, rest []string, asJS
 		}
 		running := "-"
 		if r := j.Running; r != nil {
-			running = fmt.Sprintf("on %s since %s", r.Replica, clock(r.Started))
+			running = fmt.Sprintf("on %s since %s", printable(r.Replica), clock(r.Started))
 			if r.Deadline.Before(now) {
 				running += ", lease expired"
 			}
@@ -111,7 +113,7 @@ func printReplicas(ctx context.Context, t *tool, admin cron.Admin) error {
 	w := tabwriter.NewWriter(t.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "REPLICA\tGROUP\tLIVE UNTIL")
 	for _, r := range reps {
-		fmt.Fprintf(w, "%s\t%s\t%s (%s)\n", printable(r.Name), r.Group, clock(r.LiveUntil), relative(time.Until(r.LiveUntil)))
+		fmt.Fprintf(w, "%s\t%s\t%s (%s)\n", printable(r.Name), printable(r.Group), clock(r.LiveUntil), relative(time.Until(r.LiveUntil)))
 	}
 	return w.Flush()
 }

@@ -38,7 +38,7 @@ func printHistory(out io.Writer, st cron.JobStatus) error {
 				break
 			}
 		}
-		fmt.Fprintf(out, "slot %s:  failed, %s (%d)\n", st.Slot, why, st.Attempts)
+		fmt.Fprintf(out, "slot %s:  failed, %s (%d)\n", slotText(st.Slot), why, st.Attempts)
 	}
 	if len(st.History) == 0 {
 		fmt.Fprintln(out, "no runs recorded")

@@ -100,3 +100,45 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusEscapesRecordStrings runs a leased job on a replica whose name
+// holds a terminal's escape sequence and a tab: status shows it quoted in
+// the table's replica column and the history's, so the output holds no
+// control byte and every row keeps its columns. The table's replica, slot
+// and running columns used to print it raw.
+func TestStatusEscapesRecordStrings(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDB(srv.Client(t))
+	const replica = "pod\x1b[2J\tevil"
+	job := cron.Func("sweep", interval.AtLeast(time.Hour), func(context.Context, cron.Tick) error { return nil },
+		cron.WithLease(cron.LeaseConfig{DB: db}))
+	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(replica))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	admin := cron.NewAdmin(db)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := admin.Status(t.Context(), "sweep")
+		if err == nil && st.Last != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sweep did not run within 10s: %+v, %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, args := range [][]string{{"status"}, {"status", "sweep"}} {
+		code, out, errs := wakuwaku(t, srv, args...)
+		if code != 0 {
+			t.Fatalf("%v = %d, %q", args, code, errs)
+		}
+		if strings.ContainsAny(out, "\x1b\t") {
+			t.Errorf("%v printed a control byte of the replica's name raw:\n%q", args, out)
+		}
+		if !strings.Contains(out, `"pod\x1b[2J\tevil"`) {
+			t.Errorf("%v output = %q; want the replica's name quoted", args, out)
+		}
+	}
+}
