@@ -147,7 +147,10 @@ func (r *Runtime) Remove(ctx context.Context, name string) error {
 // on, without a stop. It costs the runtime O(log n) for n jobs.
 //
 // The job's next tick is the first its new interval has after now; there
-// is no startup run. A job whose interval does not change keeps its next
+// is no startup run. With a spread ([interval.Interval.WithSpread]), a
+// slot that began before now whose due time (its start plus the job's
+// offset) is still to come is that first tick: a Replace inside the
+// window does not skip the slot. A job whose interval does not change keeps its next
 // tick; one whose duration policy ([interval.AtLeast],
 // [interval.AfterFinish], [interval.AfterStart]) becomes another keeps
 // the part of the old interval that passed: its next tick moves by the
@@ -231,7 +234,7 @@ func (r *Runtime) Replace(job Job) error {
 	case !moved.IsZero():
 		first = r.requeue(e, moved.UnixNano())
 	case ok:
-		first = r.requeue(e, e.due(at))
+		first = r.requeue(e, dueAfterReplace(e, every, now, at))
 	case e.pos >= 0:
 		r.queue.remove(int(e.pos))
 	}
@@ -312,4 +315,26 @@ func durationOf(every interval.Interval, now time.Time) (time.Duration, bool) {
 	}
 	at, ok := every.WithoutStartupRun().First(now)
 	return at.Sub(now), ok
+}
+
+// dueAfterReplace returns when the next tick of e, which Replace just gave
+// the Cron spec every at now, is due (Unix nanoseconds): that of the slot
+// in progress, if a spread puts its due time after now, else that of the
+// next slot, which starts at next. A slot whose start has passed but whose
+// ticks have not come is still to run: queued at the next slot's start,
+// it would get no claim on a replica replaced inside its window, and a
+// rollout that replaces every replica would lose it.
+func dueAfterReplace(e *entry, every interval.Interval, now, next time.Time) int64 {
+	due := e.due(next)
+	// The slot in progress began less than a slot's length ago; look
+	// back further, a few times, for a spec whose slots are uneven.
+	for back := max(next.Sub(now), time.Second); back <= 48*time.Hour; back *= 4 {
+		if cur, ok := every.LatestSlot(now.Add(-back), now); ok {
+			if d := e.due(cur.Start); d > now.UnixNano() && d < due {
+				due = d
+			}
+			break
+		}
+	}
+	return due
 }
