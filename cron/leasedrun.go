@@ -200,10 +200,10 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 		}
 		switch {
 		case c.quiet || c.reason == "" || c.recorded != "":
-		case a.mode == modeRetry || a.mode == modeFollow:
+		case mode == modeRetry || mode == modeFollow:
 			// Not a tick: the slot's outcome is its last attempt's, which
 			// the history shows; no observer counts a refused look.
-			l.rep.lookRefused(ctx, t, a.mode == modeRetry, c.reason)
+			l.rep.lookRefused(ctx, t, mode == modeRetry, c.reason)
 		default:
 			l.rep.skipped(ctx, t, c.reason)
 		}

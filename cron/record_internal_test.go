@@ -220,6 +220,10 @@ func TestPackedFieldsHoldBars(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// Early in a second: the failed attempt's back-off (a second) must end
+	// within the slot's claim window (two), or the completion closes the
+	// slot as failed (R12).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
 	now := time.Now()
 	slot := every.Plan(now, now).Slot
 	c, err := s.claim(ctx, modeTick, &Tick{Slot: slot}, time.Time{}, "")
