@@ -235,19 +235,25 @@ func TestRecordRunLeaseLost(t *testing.T) {
 	}
 }
 
-// TestRecordLongRunHeldAcrossIntervals runs a job whose runs last three
-// intervals on three replicas: its run lease, extended by heartbeat, keeps
-// every other replica from starting it, however long it runs.
+// TestRecordLongRunHeldAcrossIntervals runs a job whose runs last seven
+// intervals and one and a half run leases on three replicas: its run
+// lease, extended by heartbeat, keeps every other replica from starting
+// it, however long it runs.
 func TestRecordLongRunHeldAcrossIntervals(t *testing.T) {
 	srv := redistest.Start(t)
 	log := newJobLog()
 	startReplicas(t, srv, 3, func(replica string, db lock.DB) cron.Job {
 		return &leasedJob{
 			testJob: testJob{name: "slow", every: interval.AtLeast(200 * time.Millisecond), process: log.work(replica, func(ctx context.Context, _ cron.Tick) error {
-				time.Sleep(600 * time.Millisecond)
+				time.Sleep(1500 * time.Millisecond)
 				return ctx.Err()
 			})},
-			lease: cron.LeaseConfig{DB: db, RunTTL: 300 * time.Millisecond},
+			// The run outlasts its run lease, so only the heartbeat keeps
+			// it; a heartbeat comes every third of RunTTL, so a lease is
+			// lost only if the runtime stalls for two thirds of a second
+			// (a race-built test binary on a busy machine stalled for
+			// 200 ms against a 300 ms lease).
+			lease: cron.LeaseConfig{DB: db, RunTTL: time.Second},
 		}
 	})
 	for range 3 {
