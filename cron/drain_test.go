@@ -266,3 +266,48 @@ func (a announced) see(cmd redis.Cmder) {
 		}
 	}
 }
+
+// TestShutdownWithRedisGone kills Redis while an hourly leased run is
+// going, lets the run return, and calls Shutdown with a context that never
+// ends: the completion's resends (R13) end with the run lease, and
+// Shutdown returns nil soon after. The resends used to go on, once
+// Shutdown began, until the slot's claim window ended too: an hour for
+// this job, and Shutdown hung with them.
+func TestShutdownWithRedisGone(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	running, release := make(chan struct{}), make(chan struct{})
+	const runTTL = 2 * time.Second
+	job := &leasedJob{
+		testJob: testJob{name: "report", every: interval.AtLeast(time.Hour), process: func(context.Context, cron.Tick) error {
+			close(running)
+			<-release
+			return nil
+		}},
+		lease: cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: runTTL, Backoff: 100 * time.Millisecond},
+	}
+	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-running:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job did not run within 5s")
+	}
+	srv.Kill(t)
+	close(release)
+	done := make(chan error, 1)
+	go func() { done <- rt.Shutdown(context.Background()) }()
+	// The run lease ends at most runTTL after the run returned; the
+	// bound is generous for a loaded machine, and far below the hour the
+	// slot's window lasts.
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown = %v, want nil", err)
+		}
+	case <-time.After(runTTL + 20*time.Second):
+		t.Fatal("Shutdown did not return within 20s of the run lease's end, with Redis gone")
+	}
+}

@@ -311,8 +311,9 @@ func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunL
 // back-off that doubles up to a third of the run lease, until Redis
 // answers, the slot's claim window and the run lease have both ended
 // (a run that outlasted its slot's window holds the job until its lease
-// does: recording its end frees the job sooner, seed 6008014),
-// or Shutdown gives up waiting (the runtime's context ends), and returns the
+// does: recording its end frees the job sooner, seed 6008014), the run
+// lease has ended once Shutdown began, or Shutdown gives up waiting (the
+// runtime's context ends), and returns the
 // last answer: a Shutdown that waits for the run waits for its completion
 // too. The first error
 // was err. It is R18 too, when err wraps lock.ErrNotReplicated: then the
@@ -337,7 +338,11 @@ func (l *leasedJobs) completeAgain(ctx context.Context, a *runArgs, held *record
 		wait, most = min(wait, max(s.RunTTL/4, time.Millisecond)), max(s.RunTTL/3, time.Millisecond)
 	}
 	for {
-		if !l.now().Add(wait).Before(end) && !time.Now().Add(wait).Before(held.Deadline()) {
+		// Once Shutdown began, only the run lease keeps the resends going:
+		// a Shutdown that waits does not wait for a slot's window too (an
+		// hour's, for an hourly job) while Redis stays away.
+		late := !time.Now().Add(wait).Before(held.Deadline())
+		if late && (l.stopped.Load() || !l.now().Add(wait).Before(end)) {
 			return completed{}, err
 		}
 		timer := time.NewTimer(wait)
