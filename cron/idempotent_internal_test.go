@@ -196,6 +196,42 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 				t.Errorf("claim sent again = %+v, want the skip it recorded (%q)", c, ReasonStillRunning)
 			}
 		}},
+		{"paused tick of a duration policy", func(t *testing.T) {
+			// C3 for R20 of a duration policy: the skip it recorded is
+			// its own, though the interval it skipped is still on.
+			s := newState(t, hourly, 1)
+			claim(t, s, modeHello, tickOf(hourly), "") // the record, to pause
+			if err := NewAdmin(lock.NewDB(rdb)).Pause(ctx, s.Name); err != nil {
+				t.Fatal(err)
+			}
+			before := drop.dropped.Load()
+			drop.arm(evalsha(claimSHA, "tick"))
+			c := claim(t, s, modeTick, tickOf(hourly), "")
+			sentAgain(t, before)
+			if c.run != nil || c.recorded != ReasonPaused || c.reason != ReasonPaused {
+				t.Errorf("paused tick sent again = %+v, want the skip it recorded (%q)", c, ReasonPaused)
+			}
+		}},
+		{"paused Cron tick that serves a request", func(t *testing.T) {
+			// R3 records the slot skipped and R9 runs the request: sent
+			// again, the claim answers both, as it did.
+			s := newState(t, daily, 1)
+			claim(t, s, modeHello, tickOf(daily), "") // the record, to pause
+			admin := NewAdmin(lock.NewDB(rdb))
+			if err := admin.Pause(ctx, s.Name); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.RunNow(ctx, s.Name); err != nil {
+				t.Fatal(err)
+			}
+			before := drop.dropped.Load()
+			drop.arm(evalsha(claimSHA, "tick"))
+			c := claim(t, s, modeTick, tickOf(daily), "")
+			sentAgain(t, before)
+			if c.run == nil || c.trigger != TriggerRequest || c.recorded != ReasonPaused {
+				t.Errorf("paused tick sent again = %+v, want the request's run and the skip it recorded (%q)", c, ReasonPaused)
+			}
+		}},
 		{"claim of a retry", func(t *testing.T) {
 			s := newState(t, hourly, 3)
 			tick := tickOf(hourly)

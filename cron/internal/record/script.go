@@ -258,6 +258,12 @@ end
 -- after a read error or a timeout, though Redis executed it), finds the run
 -- it started by its token, new for each claim: it answers as it did.
 if run and runTok == ARGV[4] then
+	-- A skip recorded by the same claim (R20 with R9: a paused slot whose
+	-- tick served a request) is answered again too.
+	local why, tok = string.match(skip or '', '^[^|]*|([^|]*)|[^|]*|([^|]*)|')
+	if tok == ARGV[4] then
+		skipNew = why
+	end
 	return answer({1, tonumber(runTry), runWhy, runSlot})
 end
 -- R10, and E4 below: a replica that starts follows up (E3) the record's
@@ -326,9 +332,9 @@ local sid = S or ''
 -- R20: a Cron slot S newer than the record's is none, unless skip names
 -- S (S is skipped) or a newer slot (S is past).
 local cronNew = not L and slot ~= S and (not slot or tonumber(ARGV[3]) > tonumber(slotAt or '0'))
-local skipAt, skipWhy, skipTok
+local skipAt, skipWhy, skipId, skipTok
 if skip and (cronNew or L) then
-	skipAt, skipWhy, skipTok = string.match(skip, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
+	skipAt, skipWhy, skipId, skipTok = string.match(skip, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
 	skipAt, skipWhy = tonumber(skipAt), skipWhy or ''
 end
 -- skipTick is R20 for a tick that R2 or R3 refuses (why): it records a
@@ -350,10 +356,15 @@ local function skipTick(why)
 		if not fresh then
 			return false
 		elseif skipAt and skipAt + tonumber(ARGV[14]) > now then
-			if why == 'paused' then
-				return request() or answer({8, 0, skipWhy, ''})
+			-- C3: the claim that recorded it, sent again, answers so again.
+			local mine, id = 0, ''
+			if skipTok == ARGV[4] then
+				mine, id = 1, skipId
 			end
-			return answer({8, 0, skipWhy, ''})
+			if why == 'paused' then
+				return request() or answer({8, mine, skipWhy, id})
+			end
+			return answer({8, mine, skipWhy, id})
 		elseif tonumber(slotAt or '0') + tonumber(ARGV[14]) > now then
 			return false
 		end
