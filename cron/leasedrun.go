@@ -133,9 +133,9 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 		}
 	case mode == modeLook || mode == modeDue || mode == modeAfterRun:
 		// E13 again, after Redis did not answer this replica's tick or
-		// look, or when the slot is due after an early tick: a slot that
-		// no replica claimed meanwhile is claimed as its tick would have
-		// (E1).
+		// look, or its run of the slot lost its lease (R12), or when the
+		// slot is due after an early tick: a slot that no replica claimed
+		// meanwhile is claimed as its tick would have (E1).
 		c, claim, err = s.look(ctx, t)
 		c.quiet, mode = a.mode == modeLook, modeTick
 	}
@@ -235,8 +235,9 @@ const msgNotRecorded = "cron job's run returned after Shutdown gave up waiting; 
 // complete records the end of a leased job's run in its record (E8, or
 // R13 if Redis does not answer), and returns what the record asks for
 // next (R12), for then: this replica's retry of the slot after its
-// back-off (E2), a follow-up of a slot whose run lease was lost (E3), or a
-// run that an operator requested meanwhile (E5).
+// back-off (E2), a follow-up of a slot whose run lease was lost (E3, or
+// E13 for a Cron slot's failed run), or a run that an operator requested
+// meanwhile (E5).
 func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunLease, err error, end time.Time) plan {
 	t, s := &a.tick, a.admit.state
 	n := plan{e: a.e, s: s, t: t, id: a.slot}
@@ -289,10 +290,18 @@ func (l *leasedJobs) complete(ctx context.Context, a *runArgs, held *record.RunL
 		// R12: a claim recorded the run lost (C1), or a failover or the
 		// record's loss undid the claim, and another replica may have
 		// claimed the slot since: a run of it that nobody else knows of.
-		// With attempts to spare, follow the slot up (E3), as a claim
-		// that finds it running does (R1).
+		// With attempts to spare, look at the slot at once: E3 follows a
+		// run or a back-off of it (R1, R5, R6). For a Cron slot whose run
+		// did not succeed, E13 first: if the record's loss undid the
+		// claim and no replica claimed the slot since (the others' looks
+		// came before the loss), L2 claims it as its tick would (E1,
+		// R14), which an E3 never does (R4).
 		if s.Attempts > 1 && t.Trigger != TriggerRequest {
-			n.look(modeFollow, a.slot, time.Millisecond)
+			mode := modeFollow
+			if s.shared && err != nil {
+				mode = modeLook
+			}
+			n.look(mode, a.slot, time.Millisecond)
 		}
 		return n
 	}

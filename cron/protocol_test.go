@@ -1520,3 +1520,102 @@ func (h *skipClaimRevives) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 		return next(ctx, cmds)
 	}
 }
+
+// TestProtocolRedisRestartMidRunRetried restarts redis-server empty (E11)
+// 0.7 s into the run of a */4 Cron slot S on three replicas that know
+// each other, with Attempts 3 and a run lease of 1 s: past the grace at
+// which the replicas that do not own S looked at it (E13), found it
+// running (L4) and planned a follow-up (E3) when its run lease ends. The
+// run's next heartbeat finds its lease gone and cancels it (R11, R14);
+// after Redis lost the record mid-run with attempts left, the slot runs
+// again and succeeds before the next slot opens. Before, nobody ran S
+// again: the running replica's follow-up (R12) and the others' (L4) found
+// S none, and an E3 never opens a slot (R4).
+func TestProtocolRedisRestartMidRunRetried(t *testing.T) {
+	srv := redistest.Start(t)
+	const every = 4 * time.Second
+	spec := interval.MustCron("*/4 * * * * *").WithoutStartupRun()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	type ran struct {
+		by   string
+		tick cron.Tick
+		err  error // set on the run's end
+		end  bool
+	}
+	runs := make(chan ran, 16)
+	S := halfSlotBefore(every)
+	for _, name := range []string{"a", "b", "c"} {
+		rt, err := cron.Start([]cron.Job{&leasedJob{testJob: testJob{name: "report", every: spec, process: func(ctx context.Context, tk cron.Tick) error {
+			runs <- ran{by: name, tick: tk}
+			var err error
+			select {
+			case <-time.After(1500 * time.Millisecond):
+			case <-ctx.Done():
+				err = context.Cause(ctx)
+			}
+			runs <- ran{by: name, tick: tk, err: err, end: true}
+			return err
+		}}, lease: cron.LeaseConfig{DB: lock.NewDB(srv.Client(t)), Attempts: 3, RunTTL: time.Second}}},
+			cron.WithReplica(name), cron.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+	}
+	if late := time.Since(S.Add(-time.Second)); late >= 0 {
+		t.Fatalf("the replicas started %v after %v, a second before slot %v: the test's timing failed", late, S.Add(-time.Second), S)
+	}
+	var seen []string // the runs after the restart, for a failure
+	next := func(what string, until time.Time) ran {
+		t.Helper()
+		select {
+		case r := <-runs:
+			if r.end {
+				seen = append(seen, fmt.Sprintf("%s ended slot %s's attempt %d (%v): %v", r.by, r.tick.Slot.Start.Format(time.TimeOnly), r.tick.Attempt, r.tick.Trigger, r.err))
+			} else {
+				seen = append(seen, fmt.Sprintf("%s began slot %s's attempt %d (%v)", r.by, r.tick.Slot.Start.Format(time.TimeOnly), r.tick.Attempt, r.tick.Trigger))
+			}
+			return r
+		case <-time.After(time.Until(until)):
+			t.Fatalf("no %s by %v; the runs after the restart: %q", what, until.Format(time.TimeOnly), seen)
+			return ran{}
+		}
+	}
+	first := next("run of slot S", S.Add(every/2))
+	if !first.tick.Slot.Start.Equal(S) || first.end {
+		t.Fatalf("%s's run %+v; the test wants the start of slot %v's run", first.by, first.tick, S)
+	}
+	seen = nil
+	time.Sleep(time.Until(first.tick.Started.Add(700 * time.Millisecond)))
+	srv.Restart(t) // E11: every key and script gone
+	if d := time.Since(first.tick.Started); d > 1400*time.Millisecond {
+		t.Fatalf("Redis was back %v into the run of 1.5 s: the test's timing failed", d)
+	}
+	var lost, ok []ran
+	for len(ok) == 0 {
+		r := next("successful run of slot S after the restart", S.Add(every))
+		switch {
+		case !r.end:
+			if !r.tick.Slot.Start.Equal(S) {
+				t.Fatalf("%s ran slot %v (attempt %d, %v); want slot %v run again first", r.by, r.tick.Slot.Start, r.tick.Attempt, r.tick.Trigger, S)
+			}
+		case r.err == nil:
+			ok = append(ok, r)
+		case errors.Is(r.err, lock.ErrLeaseLost):
+			lost = append(lost, r)
+		default:
+			t.Fatalf("%s's run of slot %v ended with %v", r.by, r.tick.Slot.Start, r.err)
+		}
+	}
+	if len(lost) == 0 || lost[0].tick.Run != first.tick.Run || lost[0].by != first.by {
+		t.Errorf("runs cancelled with lock.ErrLeaseLost: %+v; want %s's run of slot %v first", lost, first.by, S)
+	}
+	if r := ok[0]; !r.tick.Slot.Start.Equal(S) {
+		t.Errorf("%s's run of slot %v succeeded; want slot %v's", r.by, r.tick.Slot.Start, S)
+	}
+	key, _ := spec.Plan(S, S).Slot.Key()
+	st := waitStatus(t, lock.NewDB(srv.Client(t)), "report", func(st cron.JobStatus) bool { return st.Running == nil && st.Slot == key })
+	if st.SlotState != "done" || st.Last == nil || st.Last.Outcome != "ok" || st.Last.Slot != key {
+		t.Errorf("Status after the restart: slot %s %s, last %+v; want slot %s done, its last run ok", st.Slot, st.SlotState, st.Last, key)
+	}
+}

@@ -47,8 +47,9 @@ const (
 	modeRequest                  // E5: a run-now request
 	modeHello                    // E6: no run: the runtime's start announces the job
 	// modeLook is E13 sent again: a look at a Cron slot whose tick or
-	// look Redis did not answer. It is no claim script's mode: a look
-	// that finds the slot unclaimed claims it as its tick (E1).
+	// look Redis did not answer, or whose run on this replica failed
+	// after it lost its run lease (R12). It is no claim script's mode: a
+	// look that finds the slot unclaimed claims it as its tick (E1).
 	modeLook
 	// modeSkip is E1 of a Cron slot whose tick came while this replica's
 	// own run of the job went on: it never runs, and records the slot

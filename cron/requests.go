@@ -158,8 +158,9 @@ func parseFollow(payload string) (id, name string, ok bool) {
 // that the other replicas may have ticked without this one: a catch-up, a
 // tick that came later than a grace period after its slot began (the
 // startup run's late tick of a slot still in its claim window), or a look
-// after an outage that found the slot unclaimed (the others' looks may
-// have come before it, while Redis had lost the record: seed 21393). Only
+// after an outage, or after this replica's run of the slot lost its lease
+// (R12), that found the slot unclaimed (the others' looks may have come
+// before it, while Redis had lost the record: seed 21393). Only
 // a slot with attempts to spare needs anyone to follow it.
 func offTick(a *runArgs, s *jobState) bool {
 	if !s.shared || s.Attempts < 2 || a.tick.Attempt != 1 {
