@@ -1049,8 +1049,10 @@ func TestJobPause(t *testing.T) {
 // middle of a run, and measures what follows: the record and every lease
 // are gone, so the run's heartbeat finds its run lease lost and cancels it
 // with cause lock.ErrLeaseLost, and nothing keeps another replica from
-// starting the job before that, or from running the same slot again. Only
-// the cancellation is asserted; the duplicates and overlaps are figures.
+// starting the job before that. It asserts the cancellation and what
+// becomes of the slot: at most once, it never runs again; with attempts
+// left, it runs again and succeeds within a slot of the cancelled run's
+// end. The overlaps are figures.
 func TestJobRedisRestart(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -1076,7 +1078,7 @@ func TestJobRedisRestart(t *testing.T) {
 			live := spawnReplicas(t, coord, 1, 3, args)
 			restarts := fault.Pick(1, 10)
 			var cancelDelays, overlapDurs []time.Duration
-			cancelled, dupSlots, overlaps, reruns, lateRestarts := 0, 0, 0, 0, 0
+			cancelled, dupSlots, overlaps, reruns, lateRestarts, rescued := 0, 0, 0, 0, 0, 0
 			var notes []string
 			settled := fault.Now()
 			var lastRestart int64
@@ -1125,12 +1127,14 @@ func TestJobRedisRestart(t *testing.T) {
 
 				runs := jobRuns(coord)
 				var same, beside []string
+				succeeded := false
 				for _, r := range runs {
 					if r.ID == victim.ID {
 						continue
 					}
 					if r.runNote.Slot == victim.runNote.Slot {
 						same = append(same, r.String())
+						succeeded = succeeded || r.End != 0 && r.Err == ""
 					}
 					if r.Start > restartAt && r.Start < ended.End {
 						beside = append(beside, r.String())
@@ -1140,6 +1144,18 @@ func TestJobRedisRestart(t *testing.T) {
 				reruns += len(same)
 				if len(same) > 0 {
 					dupSlots++
+				}
+				switch {
+				case tc.attempts > 1 && ended.Lost && !succeeded:
+					// The run lost its lease with attempts left: its slot
+					// runs again, and succeeds, though the record that
+					// counted its attempts is gone.
+					t.Errorf("restart %d, %v into %v: its slot did not run again with success within a slot of its end (runs of it: %v)", k+1, into, victim, same)
+				case tc.attempts <= 1 && len(same) > 0:
+					t.Errorf("restart %d, %v into %v: its slot ran again, at most once: %v", k+1, into, victim, same)
+				}
+				if succeeded {
+					rescued++
 				}
 				overlaps += len(beside)
 				notes = append(notes, fmt.Sprintf("restart %d, %v into %v, Redis down %v: cancelled %v (lost %v) %v after the restart; same slot run again: %v; runs started before it ended: %v",
@@ -1169,8 +1185,8 @@ func TestJobRedisRestart(t *testing.T) {
 				Notes: []string{
 					fmt.Sprintf("%d runs; %d of %d runs under a restart cancelled with lock.ErrLeaseLost, %s after the restart; %d restarts came after the run had ended",
 						len(runs), cancelled, restarts-lateRestarts, ms(cancelDelays), lateRestarts),
-					fmt.Sprintf("%d restarts after which the same slot ran again (%d reruns); %d runs started beside the cancelled run before it ended, for %v",
-						dupSlots, reruns, overlaps, overlapDurs),
+					fmt.Sprintf("%d restarts after which the same slot ran again (%d reruns), %d of them with success; %d runs started beside the cancelled run before it ended, for %v",
+						dupSlots, reruns, rescued, overlaps, overlapDurs),
 				},
 			})
 		})
