@@ -31,6 +31,7 @@ var readmeImports = map[string]string{
 	"http":       "net/http",
 	"log":        "log",
 	"slog":       "log/slog",
+	"sql":        "database/sql",
 	"os":         "os",
 	"signal":     "os/signal",
 	"syscall":    "syscall",

@@ -171,6 +171,10 @@ func TestRecordCommandsSentAgain(t *testing.T) {
 			if c.run == nil || c.attempt != 1 || c.trigger != TriggerSchedule {
 				t.Errorf("claim sent again = %+v, want a run: attempt 1, schedule", c)
 			}
+			// F1: the fence it handed out the first time, the record's.
+			if f, err := rdb.HGet(ctx, record.Key(s.Name), "fence").Uint64(); err != nil || c.fence == 0 || c.fence != f {
+				t.Errorf("claim sent again has fence %d, the record %d (%v); want the record's, not 0", c.fence, f, err)
+			}
 		}},
 		{"claim of a Cron slot", func(t *testing.T) {
 			s := newState(t, daily, 1)

@@ -63,6 +63,25 @@ type Tick struct {
 	// Trigger says why the run happens: its schedule, unless a leased job
 	// retries a slot, catches one up or runs on request.
 	Trigger Trigger
+	// Fence is a [Leased] job's fencing number for this run: strictly
+	// greater than that of every run of the job claimed before it, on any
+	// replica, whatever its slot, attempt or trigger, across restarts of
+	// the runtime and a record that expired; 0 for a job without a lease.
+	// Hand it to what the run writes, and have the store refuse a number
+	// below the highest it accepted: a run that went on after it lost its
+	// lease (a long GC pause, a frozen VM, a partition) then cannot
+	// overwrite its retry's writes. docs/cron.md shows the pattern.
+	//
+	// The number is the Redis server's clock in microseconds at the claim,
+	// raised past the record's last number when the clock has not moved
+	// past it, as [lock.FencedLock]'s is, and it keeps its order where
+	// that one does: a record that expired is gone only after the clock
+	// passed its last number. It can break when Redis loses the record
+	// before it expires (a restart without persistence, a failover to a
+	// replica that had not received it, an eviction) and the clock that
+	// numbers the next claim reads earlier than the lost number (a clock
+	// stepped back, or a promoted replica's clock behind the old master's).
+	Fence uint64
 }
 
 // Trigger is why a run happens. The zero Trigger is TriggerSchedule.

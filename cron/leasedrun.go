@@ -214,7 +214,7 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 		}
 		return nil, n
 	}
-	t.Attempt, t.Trigger = c.attempt, c.trigger
+	t.Attempt, t.Trigger, t.Fence = c.attempt, c.trigger, c.fence
 	a.slot = c.slot
 	n.follow = offTick(a, s)
 	if c.trigger == TriggerRequest && !s.shared {

@@ -199,6 +199,8 @@ type claimed struct {
 	// claim recorded (R20: ReasonStillRunning or ReasonPaused), "" if
 	// none: this replica reports it, the others see it recorded.
 	recorded string
+	// fence is the run's fencing number (F1), if run is set.
+	fence uint64
 	// due is when the slot's ticks are due, for a tick that came before
 	// by this replica's clock (mode early); zero otherwise.
 	due time.Time
@@ -309,7 +311,7 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 			s.own = token
 			s.mu.Unlock()
 		}
-		c.run, c.attempt = s.NewRun(runToken, end, sent.Add(s.RunTTL)), int(n)
+		c.run, c.attempt, c.fence = s.NewRun(runToken, end, sent.Add(s.RunTTL)), int(n), r.Fence
 		return c, acked, nil
 	case record.Held: // R1, R2
 		c.wait = time.Duration(n) * time.Millisecond

@@ -99,7 +99,8 @@ type Run struct {
 	Replica int
 	// Tick is what the job was handed: Tick.Slot is the slot the run
 	// belongs to, Tick.Scheduled and Tick.Started are read on the
-	// replica's clock.
+	// replica's clock, and Tick.Fence is a leased run's fencing number
+	// (the cluster's Redis clock, the bubble's, in µs at its claim).
 	Tick cron.Tick
 	// Start and End are when the run began and returned, by the bubble's
 	// clock; End is zero while the run is in progress.

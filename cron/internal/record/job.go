@@ -82,7 +82,11 @@ func (j *Job) Claim(ctx context.Context, a ClaimArgs) (c Claimed, acked int64, e
 	out := Claimed{Code: ClaimCode(code), N: n, Text: text, Slot: id}
 	if len(reply) > 4 {
 		out.Skip, _ = reply[4].(string)
-		out.HasSkip = true
+		out.HasSkip = out.Skip != ""
+	}
+	if len(reply) > 5 {
+		f, _ := reply[5].(int64)
+		out.Fence = uint64(max(f, 0))
 	}
 	if out.Code < Run || out.Code > Skipped {
 		return Claimed{}, 0, fmt.Errorf("unexpected reply %v", reply)

@@ -47,6 +47,9 @@ type Claimed struct {
 	// this claim recorded while it served a request (R20), if HasSkip.
 	Skip    string
 	HasSkip bool
+	// Fence is a run's fencing number (F1), for Code Run: above every
+	// number the record handed out before.
+	Fence uint64
 }
 
 // claimReply reads a claim's reply: its code, its integer, its text and

@@ -121,7 +121,7 @@ end
 // of the job went on when it came: it records S skipped if a run holds
 // the run lease (R2, R20), and answers 6 if not, never 1.
 //
-// Reply: {code, ms, text, slot id, skip}. Codes: 1 run (ms: the attempt,
+// Reply: {code, ms, text, slot id, skip, fence}. Codes: 1 run (ms: the attempt,
 // text: the trigger); 2 the run lease is held for ms more (text: same, the
 // run of S; mine, another run of this replica; other); 3 S ran, or is
 // past, or its lease is held by hand; 4 paused; 5 S waits ms for its next
@@ -129,8 +129,10 @@ end
 // recorded skipped (R20; text: why, ms: 1 if this claim recorded it, else
 // 0). With text early, 2 and 4 are R2 and R3 refusing a tick that came
 // before S's ticks are due, by the replica's clock or the server's, ms
-// before they are: no skip is recorded. skip, if present, is the reason of the skip this claim recorded
-// while it served a request.
+// before they are: no skip is recorded. skip, if present and not empty,
+// is the reason of the skip this claim recorded while it served a request.
+// A run's reply (code 1) also has fence, its fencing number (F1), after
+// skip (empty if none).
 var claimScript = redisscript.New(ClaimSrc)
 
 // ClaimSrc is the claim's source, exported as CompleteSrc and
@@ -148,8 +150,8 @@ local early = mode == 'early'
 if early then
 	mode = 'tick'
 end
-local run, slot, paused, want, nxt, seen, last, skip = unpack(redis.call('HMGET', R,
-	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last', 'skip'))
+local run, slot, paused, want, nxt, seen, last, skip, fence = unpack(redis.call('HMGET', R,
+	'run', 'slot', 'paused', 'want', 'next', 'seen', 'last', 'skip', 'fence'))
 local runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy
 if run and run ~= '' then
 	runTok, runSince, runUntil, runTry, runWhy, runSlot, runBeat, runBy = string.match(run, runPat)
@@ -264,7 +266,8 @@ if run and runTok == ARGV[4] then
 	if tok == ARGV[4] then
 		skipNew = why
 	end
-	return answer({1, tonumber(runTry), runWhy, runSlot})
+	-- No claim has started a run since: the record's fence is the run's.
+	return answer({1, tonumber(runTry), runWhy, runSlot, '', tonumber(fence or '0')})
 end
 -- R10, and E4 below: a replica that starts follows up (E3) the record's
 -- Cron slot if a run of it may yet fail with attempts left or it waits for
@@ -286,9 +289,17 @@ if mode == 'hello' then
 end
 local running = run
 -- start answers a run of slot: the run lease, with extra fields.
+-- Its fence (F1) is the server's clock in µs, or one more than the
+-- record's last fence if the clock has not passed it: above every fence
+-- the record handed out. A µs count fits a Lua double exactly.
 local function start(slot, try, why, ...)
-	return answer({1, try, why, slot}, 'run', ARGV[4] .. '|' .. now .. '|' .. (now + tonumber(ARGV[6])) .. '|' ..
-		try .. '|' .. why .. '|' .. slot .. '|' .. now .. '|' .. replica, ...)
+	local f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+	local prev = tonumber(fence or '')
+	if prev and prev >= f then
+		f = prev + 1
+	end
+	return answer({1, try, why, slot, '', f}, 'run', ARGV[4] .. '|' .. now .. '|' .. (now + tonumber(ARGV[6])) .. '|' ..
+		try .. '|' .. why .. '|' .. slot .. '|' .. now .. '|' .. replica, 'fence', string.format('%.0f', f), ...)
 end
 -- R9: a request runs when nothing holds the run lease, filed under the
 -- slot it arrived in: a Cron job's S, which the claim names; a duration

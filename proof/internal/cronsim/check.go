@@ -67,6 +67,7 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 			c.skips(j)
 		}
 		c.requests(j)
+		c.fences(j)
 		c.records(j)
 		c.catchUps(j)
 	}

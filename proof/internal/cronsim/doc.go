@@ -123,6 +123,11 @@
 //   - I11: a replica's batching client sends a batch of completions that
 //     waits at the head of its queue after at most 4 batches of claims and
 //     looks went first (its hooks in internal/cronhook tell the queues).
+//   - I16: every run has a fence (F1), above that of a run that returned
+//     before it began, and a fenced store that each run writes as it
+//     returns never takes a run's write after the write of a run begun
+//     later (a run whose replica froze between its claim and its start
+//     aside).
 //
 // And I4 checks the skips of R2 (ReasonStillRunning) that a claim
 // recorded: a run held the job when the tick was due (or Redis recorded

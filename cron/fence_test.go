@@ -1,0 +1,226 @@
+package cron_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/cron/internal/record"
+	"github.com/wakuwaku-go/wakuwaku/internal/redistest"
+	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
+)
+
+// fencedStore is the resource a fenced job writes: it accepts a write only
+// with a fence above the highest it accepted, as a SQL UPDATE … WHERE
+// fence < $1 does.
+type fencedStore struct {
+	mu       sync.Mutex
+	high     uint64
+	accepted []uint64
+	refused  []uint64
+}
+
+func (s *fencedStore) write(fence uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fence <= s.high {
+		s.refused = append(s.refused, fence)
+		return false
+	}
+	s.high = fence
+	s.accepted = append(s.accepted, fence)
+	return true
+}
+
+// freezer holds every command of a client while frozen, as a replica
+// stalled by a long GC pause or a frozen VM sends nothing.
+type freezer struct {
+	mu   sync.Mutex
+	thaw chan struct{} // nil when not frozen
+}
+
+func (f *freezer) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.thaw = make(chan struct{})
+}
+
+func (f *freezer) unfreeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.thaw)
+	f.thaw = nil
+}
+
+func (f *freezer) wait(ctx context.Context) {
+	f.mu.Lock()
+	thaw := f.thaw
+	f.mu.Unlock()
+	if thaw != nil {
+		select {
+		case <-thaw:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (f *freezer) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *freezer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		f.wait(ctx)
+		return next(ctx, cmd)
+	}
+}
+func (f *freezer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		f.wait(ctx)
+		return next(ctx, cmds)
+	}
+}
+
+// fencedRun is one run as the job saw it.
+type fencedRun struct {
+	replica     string
+	fence       uint64
+	start, end  time.Time
+	stalled, ok bool // ok: its write was accepted
+	attempt     int
+	trigger     cron.Trigger
+}
+
+// TestFencesIncrease runs a leased job on three replicas of a real
+// redis-server, a few hundred short runs that the replicas take in turn,
+// one of which stalls past its run lease and writes after its slot was run
+// again; then shuts every replica down, deletes the record (as its expiry
+// would) and starts them again. Every run's Tick.Fence is above the fence
+// of every run that started before it, the stalled run's late write is
+// refused by the fenced store, and the runs after the record's loss keep
+// the order.
+func TestFencesIncrease(t *testing.T) {
+	srv := redistest.Start(t)
+	store := &fencedStore{}
+	var mu sync.Mutex
+	var runs []fencedRun
+	stall := make(chan struct{}, 1)
+	stall <- struct{}{} // one run stalls
+	const runTTL = 300 * time.Millisecond
+	start := func(phase string) []*cron.Runtime {
+		var rts []*cron.Runtime
+		for _, name := range []string{"r1", "r2", "r3"} {
+			c := srv.Client(t)
+			frozen := &freezer{}
+			c.AddHook(frozen)
+			job := cron.Func("fenced", interval.AtLeast(20*time.Millisecond), func(ctx context.Context, tk cron.Tick) error {
+				r := fencedRun{replica: name, fence: tk.Fence, start: time.Now(), attempt: tk.Attempt, trigger: tk.Trigger}
+				select {
+				case <-stall:
+					// A replica that stalls (its heartbeats with it) and
+					// goes on after it lost its lease: its code ignores
+					// its context, as code blocked in a call does.
+					r.stalled = true
+					frozen.freeze()
+					time.Sleep(3 * runTTL)
+					frozen.unfreeze()
+				default:
+					time.Sleep(2 * time.Millisecond)
+				}
+				r.ok = store.write(tk.Fence)
+				r.end = time.Now()
+				mu.Lock()
+				runs = append(runs, r)
+				mu.Unlock()
+				return nil
+			}, cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: runTTL}))
+			rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name+"-"+phase))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rts = append(rts, rt)
+		}
+		return rts
+	}
+	wait := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			got := len(runs)
+			mu.Unlock()
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d runs within 60s, want %d", got, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	stop := func(rts []*cron.Runtime) {
+		for _, rt := range rts {
+			if err := rt.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rts := start("a")
+	wait(250)
+	stop(rts)
+	mu.Lock()
+	before := len(runs)
+	mu.Unlock()
+	if err := srv.Client(t).Del(t.Context(), record.Key("fenced")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rts = start("b")
+	wait(before + 50)
+	stop(rts)
+
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(runs, func(a, b fencedRun) int { return a.start.Compare(b.start) })
+	replicas := map[string]bool{}
+	var stalled *fencedRun
+	for i, r := range runs {
+		replicas[r.replica] = true
+		if r.fence == 0 {
+			t.Fatalf("run %d of %s has fence 0", i, r.replica)
+		}
+		if i > 0 && r.fence <= runs[i-1].fence {
+			t.Errorf("run %d (%s, started %s) has fence %d, not above the run before it (%s, started %s): %d",
+				i, r.replica, r.start.Format(time.StampMicro), r.fence, runs[i-1].replica, runs[i-1].start.Format(time.StampMicro), runs[i-1].fence)
+		}
+		if r.stalled {
+			stalled = &runs[i]
+		}
+	}
+	if len(replicas) < 2 {
+		t.Errorf("runs on %v, want the replicas to take turns", replicas)
+	}
+	if stalled == nil {
+		t.Fatal("no run stalled: the test tested nothing")
+	}
+	overtaken := 0
+	for _, r := range runs {
+		if r.start.After(stalled.start) && r.start.Before(stalled.end) {
+			overtaken++
+		}
+	}
+	if overtaken == 0 {
+		t.Fatalf("no run started while the stalled one went on (%s to %s): the test tested nothing",
+			stalled.start.Format(time.StampMicro), stalled.end.Format(time.StampMicro))
+	}
+	if stalled.ok {
+		t.Errorf("the stalled run's write (fence %d) was accepted after %d later runs wrote", stalled.fence, overtaken)
+	}
+	t.Logf("%d runs on %d replicas, %d after the record was deleted; the stalled run was overtaken by %d runs and its write refused; %d writes refused in all",
+		len(runs), len(replicas), len(runs)-before, overtaken, len(store.refused))
+	if len(store.refused) != 1 {
+		t.Errorf("%d writes refused (%v), want 1: the stalled run's", len(store.refused), store.refused)
+	}
+}
