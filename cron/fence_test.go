@@ -224,3 +224,82 @@ func TestFencesIncrease(t *testing.T) {
 		t.Errorf("%d writes refused (%v), want 1: the stalled run's", len(store.refused), store.refused)
 	}
 }
+
+// TestFenceOfRetry freezes the replica whose run of a Cron slot is going
+// on, past its run lease, on a real redis-server: another replica runs the
+// slot again (Attempts 3), with a higher fence, and the frozen run's write,
+// which comes after the retry's, is refused.
+func TestFenceOfRetry(t *testing.T) {
+	srv := redistest.Start(t)
+	store := &fencedStore{}
+	var mu sync.Mutex
+	var runs []fencedRun
+	stall := make(chan struct{}, 1)
+	stall <- struct{}{}
+	retried := make(chan struct{})
+	var once sync.Once
+	const runTTL = 300 * time.Millisecond
+	var rts []*cron.Runtime
+	for _, name := range []string{"r1", "r2", "r3"} {
+		c := srv.Client(t)
+		frozen := &freezer{}
+		c.AddHook(frozen)
+		job := cron.Func("fenced-retry", interval.MustCron("*/5 * * * * *"), func(ctx context.Context, tk cron.Tick) error {
+			r := fencedRun{replica: name, fence: tk.Fence, start: time.Now(), attempt: tk.Attempt, trigger: tk.Trigger}
+			select {
+			case <-stall:
+				r.stalled = true
+				frozen.freeze()
+				time.Sleep(5 * runTTL)
+				frozen.unfreeze()
+			default:
+				time.Sleep(2 * time.Millisecond)
+			}
+			r.ok = store.write(tk.Fence)
+			r.end = time.Now()
+			mu.Lock()
+			runs = append(runs, r)
+			mu.Unlock()
+			if tk.Attempt > 1 {
+				once.Do(func() { close(retried) })
+			}
+			return nil
+		}, cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: runTTL, Attempts: 3, Backoff: 50 * time.Millisecond}))
+		rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts = append(rts, rt)
+	}
+	select {
+	case <-retried:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no retry within 20s")
+	}
+	time.Sleep(5 * runTTL) // the frozen run writes after the retry
+	for _, rt := range rts {
+		if err := rt.Shutdown(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var stalled, retry *fencedRun
+	for i := range runs {
+		switch r := &runs[i]; {
+		case r.stalled:
+			stalled = r
+		case r.attempt > 1 && retry == nil:
+			retry = r
+		}
+	}
+	if stalled == nil || retry == nil {
+		t.Fatalf("runs %+v: want a stalled run and a retry", runs)
+	}
+	if retry.replica == stalled.replica || retry.fence <= stalled.fence || !retry.ok {
+		t.Errorf("retry %+v of the stalled run %+v: want it on another replica, with a higher fence, its write taken", *retry, *stalled)
+	}
+	if !stalled.end.After(retry.end) || stalled.ok {
+		t.Errorf("the stalled run %+v, its retry %+v: want the stalled run to write after the retry, refused", *stalled, *retry)
+	}
+}
