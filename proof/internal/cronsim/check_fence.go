@@ -2,6 +2,7 @@ package cronsim
 
 import (
 	"errors"
+	"iter"
 	"slices"
 
 	"github.com/wakuwaku-go/wakuwaku/crontest"
@@ -44,19 +45,11 @@ func (c *checker) fences(j *Job) {
 			}
 		}
 	}
-	// The store: each run that returned (a killed replica's run writes
-	// nothing) writes as it returns, in that order.
-	writes := slices.DeleteFunc(slices.Clone(runs), func(r *Run) bool {
-		return r.End.IsZero() || errors.Is(r.Err, crontest.ErrKilled)
-	})
-	slices.SortStableFunc(writes, func(a, b *Run) int { return a.End.Compare(b.End) })
-	var high uint64
 	var taken []*Run
-	for _, w := range writes {
-		if w.Tick.Fence <= high {
-			continue // refused
+	for w, ok := range storeWrites(runs) {
+		if !ok {
+			continue
 		}
-		high = w.Tick.Fence
 		for _, b := range taken {
 			if claimedLater(w, b) && b.Start.After(w.Start) {
 				c.add("I16", "stale write", j.Name, w.End, "the fenced store took the write of %s after that of %s, which began later",
@@ -65,5 +58,28 @@ func (c *checker) fences(j *Job) {
 			}
 		}
 		taken = append(taken, w)
+	}
+}
+
+// storeWrites yields the writes to a job's fenced store, in the order they
+// come, and whether the store takes each: every run that returned (a
+// killed replica's run writes nothing) writes its fence as it returns, and
+// the store takes a fence above the highest it took.
+func storeWrites(runs []*Run) iter.Seq2[*Run, bool] {
+	writes := slices.DeleteFunc(slices.Clone(runs), func(r *Run) bool {
+		return r.Number < 0 || r.End.IsZero() || errors.Is(r.Err, crontest.ErrKilled)
+	})
+	slices.SortStableFunc(writes, func(a, b *Run) int { return a.End.Compare(b.End) })
+	return func(yield func(*Run, bool) bool) {
+		var high uint64
+		for _, w := range writes {
+			ok := w.Tick.Fence > high
+			if ok {
+				high = w.Tick.Fence
+			}
+			if !yield(w, ok) {
+				return
+			}
+		}
 	}
 }

@@ -35,6 +35,7 @@ var Paths = []string{
 	"skip: " + cron.ReasonRetryWait, "skip: " + cron.ReasonAttemptsUsedUp, "skip: " + cron.ReasonStillRunning,
 	"skip: " + cron.ReasonAdmissionFailed, "skip: " + cron.ReasonTooLate, "skip: " + cron.ReasonSkippedElsewhere,
 	"skip recorded: " + cron.ReasonStillRunning, "skip recorded: " + cron.ReasonPaused, "slot closed: claim window over",
+	"fence: a stale run's write refused by the fenced store",
 	// Not listed, as no seed of CI's reaches them yet: R17's
 	// cron.ReasonNotReplicated (a failover's outage would have to outlast
 	// half a run lease while a claim waits for its replica).
@@ -46,6 +47,17 @@ func Cover(sc *Scenario, h *History) []string {
 	got := make(map[string]bool)
 	add := func(p string) { got[p] = true }
 	for _, j := range sc.Jobs {
+		var runs []*Run
+		for i := range h.Runs {
+			if h.Runs[i].Job == j.Name {
+				runs = append(runs, &h.Runs[i])
+			}
+		}
+		for _, ok := range storeWrites(runs) {
+			if !ok {
+				add("fence: a stale run's write refused by the fenced store")
+			}
+		}
 		if j.Versions[0].Policy.Shared() {
 			add("knob: cron spec")
 		} else {
