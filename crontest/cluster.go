@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
+	"github.com/wakuwaku-go/wakuwaku/internal/sharedlua"
 )
 
 // ErrKilled is the error of a run that [Cluster.Kill] cut short, and of
@@ -34,6 +36,7 @@ type Cluster struct {
 	jobs     func(rdb *redis.Client) []cron.Job
 	cronOpts []cron.Option
 	redis    *miniredis.Miniredis
+	lua      *sharedlua.Engine // nil with WAKUWAKU_CRONTEST_LUA=fresh
 
 	mu         sync.Mutex
 	replicas   []*replica
@@ -209,7 +212,15 @@ func New(tb testing.TB, replicas int, jobs func(rdb *redis.Client) []cron.Job, o
 		tb.Fatalf("crontest: starting Redis: %v", err)
 	}
 	_ = boot.Close()
+	var lua *sharedlua.Engine
+	if os.Getenv("WAKUWAKU_CRONTEST_LUA") != "fresh" {
+		// One Lua state for every script, as Redis keeps one VM;
+		// WAKUWAKU_CRONTEST_LUA=fresh gives each script miniredis's own
+		// fresh state instead, to compare.
+		lua = sharedlua.Install(m)
+	}
 	c := &Cluster{
+		lua:      lua,
 		tb:       tb,
 		jobs:     jobs,
 		cronOpts: o.cron,

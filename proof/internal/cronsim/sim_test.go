@@ -94,8 +94,9 @@ type seedResult struct {
 // documentation). A failure is reported with its seed, its index in the
 // range, and its shrunk scenario and trace; -sim.seed replays it.
 func TestSimulate(t *testing.T) {
-	// The simulation allocates a Lua state per script call (miniredis):
-	// collecting garbage less often saves a third of its time.
+	// The simulation allocates much (go-redis, miniredis, and a Lua state
+	// per script call with WAKUWAKU_CRONTEST_LUA=fresh): collecting
+	// garbage less often saves a share of its time.
 	t.Cleanup(func() { debug.SetGCPercent(debug.SetGCPercent(400)) }) // sets 400 now, restores at the end
 	if *seedFlag >= 0 {
 		replay(t, *seedFlag)
