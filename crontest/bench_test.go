@@ -27,7 +27,9 @@ import (
 //   - idle-week: a leased job due once a year, for a week: no slot, only
 //     what the replicas do between slots (a beat a minute each);
 //   - hourly-week: a leased hourly job that runs for two minutes, for a
-//     week (168 slots).
+//     week (168 slots);
+//   - every-1s-hour: a leased job due every second that does nothing, for
+//     an hour (3,600 slots).
 //
 // Its figures are in BENCHMARKS.md, and the cost of a slot in
 // docs/testing.md.
@@ -79,6 +81,21 @@ func BenchmarkSimulatedDay(b *testing.B) {
 				time.Sleep(12 * time.Hour)
 				c.NoOverlap(t, "flaky")
 				c.NoOverlap(t, "sweep")
+			})
+		}
+	})
+	b.Run("every-1s-hour", func(b *testing.B) {
+		for b.Loop() {
+			simulate(b, func(t *testing.T) {
+				start := time.Now()
+				c := crontest.New(t, 3, func(rdb *redis.Client) []cron.Job {
+					return []cron.Job{cron.Func("tick", interval.MustCron("CRON_TZ=UTC * * * * * *"),
+						func(context.Context, cron.Tick) error { return nil },
+						cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(rdb)}))}
+				})
+				time.Sleep(time.Hour)
+				c.OncePerSlot(t, "tick")
+				c.NoSlotMissing(t, "tick", start, time.Now())
 			})
 		}
 	})
