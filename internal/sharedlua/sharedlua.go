@@ -80,9 +80,10 @@ type Engine struct {
 // script is one script of the cache: its text, and its function once it
 // compiled.
 type script struct {
-	src string
-	fn  *lua.LFunction
-	own bool // the engine may run it (see unsafe)
+	src      string
+	fn       *lua.LFunction
+	own      bool // the engine may run it (see unsafe)
+	mirrored bool // miniredis's cache has it too
 }
 
 // Install makes m's scripts run in one Lua state. m must be started (its
@@ -166,19 +167,21 @@ func (e *Engine) hook(c *server.Peer, cmd string, args ...string) bool {
 	e.m.Lock()
 	switch cmd {
 	case "EVAL", "EVALSHA":
-		sha, ok := e.eval(c, cmd, args)
-		if ok {
+		if e.eval(c, cmd, args) {
 			e.own++
 			e.m.Unlock()
-			if sha != "" {
-				// As miniredis does, an EVAL that ran without error
-				// keeps its script: in miniredis's cache too, for
-				// SCRIPT EXISTS and the scripts left to it.
-				e.sideCommand("SCRIPT", "LOAD", args[0])
-			}
 			return true
 		}
 		e.left++
+		if cmd == "EVALSHA" {
+			// miniredis runs it: with the script, if this cache has it.
+			if s := e.scripts[args[0]]; s != nil && !s.mirrored {
+				s.mirrored = true
+				e.m.Unlock()
+				e.sideCommand("SCRIPT", "LOAD", s.src)
+				return false
+			}
+		}
 	case "EVAL_RO", "EVALSHA_RO":
 		e.left++
 	case "MULTI":
@@ -198,6 +201,22 @@ func (e *Engine) hook(c *server.Peer, cmd string, args ...string) bool {
 				if len(args) == 2 {
 					e.know(args[1])
 				}
+			case "EXISTS":
+				// miniredis answers: from a cache with every script of
+				// this one, which adds those an EVAL ran (as miniredis
+				// adds them) only when asked.
+				var load []*script
+				for _, s := range e.scripts {
+					if !s.mirrored {
+						s.mirrored = true
+						load = append(load, s)
+					}
+				}
+				e.m.Unlock()
+				for _, s := range load {
+					e.sideCommand("SCRIPT", "LOAD", s.src)
+				}
+				return false
 			}
 		}
 	}
@@ -225,7 +244,7 @@ func (e *Engine) know(src string) {
 		return
 	}
 	if _, err := parse.Parse(strings.NewReader(src), "user_script"); err == nil {
-		e.scripts[sha] = &script{src: src, own: !unsafe(src)}
+		e.scripts[sha] = &script{src: src, own: !unsafe(src), mirrored: true}
 	}
 }
 
@@ -236,27 +255,34 @@ var quoted = regexp.MustCompile(`\b(?:redis|server)\s*\.\s*p?call\s*\(\s*(?:'([A
 
 // unsafe reports whether src names a command that switches its database.
 func unsafe(src string) bool {
+	if v, ok := scanned.Load(src); ok {
+		return v.(bool)
+	}
+	found := false
 	for _, m := range quoted.FindAllStringSubmatch(src, -1) {
 		if switching[strings.ToUpper(m[1]+m[2])] {
-			return true
+			found = true
 		}
 	}
-	return false
+	scanned.Store(src, found)
+	return found
 }
 
+// scanned holds unsafe's answers, by script text, for every engine.
+var scanned sync.Map
+
 // eval runs EVAL or EVALSHA of c, with m's lock held, and reports whether
-// it did (if not, miniredis runs it), and, for an EVAL whose script joined
-// the cache, its SHA1.
-func (e *Engine) eval(c *server.Peer, cmd string, args []string) (string, bool) {
+// it did; if not, miniredis runs it.
+func (e *Engine) eval(c *server.Peer, cmd string, args []string) bool {
 	if len(args) < 2 || e.multi[c] || e.away[c] {
-		return "", false
+		return false
 	}
 	var s *script
 	var sha string
 	if cmd == "EVALSHA" {
 		sha = args[0]
 		if s = e.scripts[sha]; s == nil {
-			return "", false // NOSCRIPT, or a script loaded in a MULTI
+			return false // NOSCRIPT, or a script loaded in a MULTI
 		}
 	} else {
 		sha = sha1Hex(args[0])
@@ -265,24 +291,25 @@ func (e *Engine) eval(c *server.Peer, cmd string, args []string) (string, bool) 
 		}
 	}
 	if !s.own {
-		return "", false
+		return false
 	}
 	n, err := strconv.Atoi(args[1])
 	if err != nil || n < 0 || n > len(args)-2 {
-		return "", false // miniredis says why
+		return false // miniredis says why
 	}
 	if s.fn == nil {
 		proto, err := compile(s.src)
 		if err != nil {
-			return "", false
+			return false
 		}
 		s.fn = e.l.NewFunctionFromProto(proto)
 	}
 	if e.run(c, sha, s.fn, args[2:2+n], args[2+n:]) && e.scripts[sha] == nil {
+		// As miniredis does, an EVAL that ran without error keeps its
+		// script (see hook for miniredis's own cache).
 		e.scripts[sha] = s
-		return sha, true
 	}
-	return "", true
+	return true
 }
 
 // compiled holds the compiled scripts of every engine, by their text: a
