@@ -895,3 +895,37 @@ func TestTestedRedisVersions(t *testing.T) {
 		t.Errorf("README.md says it is tested on %v, RELIABILITY.md's version matrix has rows for %v", slices.Sorted(maps.Keys(claimed)), slices.Sorted(maps.Keys(matrix)))
 	}
 }
+
+// TestTestingCostFigures checks that the figures of docs/testing.md's
+// "What a crontest test costs", from its first link to BENCHMARKS.md on,
+// are in the BENCHMARKS.md section that link names, as it writes them: the
+// cost model users size their tests by can't drift from the run that
+// measured it. (The part before the link is arithmetic on the schedule.)
+func TestTestingCostFigures(t *testing.T) {
+	const anchor = "what-a-crontest-test-costs"
+	section, ok := mdSections(t, "docs/testing.md")[anchor]
+	if !ok {
+		t.Fatalf("docs/testing.md has no section with the anchor %q", anchor)
+	}
+	link := regexp.MustCompile(`\]\(\.\./BENCHMARKS\.md#([^)]+)\)`).FindStringSubmatchIndex(section)
+	if link == nil {
+		t.Fatal("docs/testing.md's cost section links no BENCHMARKS.md section")
+	}
+	source := section[link[2]:link[3]]
+	report, ok := mdSections(t, "BENCHMARKS.md")[source]
+	if !ok {
+		t.Fatalf("docs/testing.md's cost section links BENCHMARKS.md#%s, which has no such section", source)
+	}
+	text := mdLink.ReplaceAllString(section[link[0]:], "[$1]")
+	text = codeSpan.ReplaceAllString(text, "")
+	inReport, _ := figures(report)
+	nums, _ := figures(text)
+	for _, num := range nums {
+		if !slices.Contains(inReport, num) {
+			t.Errorf("docs/testing.md's cost section says %s, which BENCHMARKS.md#%s does not", num, source)
+		}
+	}
+	if len(nums) < 10 {
+		t.Errorf("docs/testing.md's cost section has %d figures after its link, want its cost model and table", len(nums))
+	}
+}
