@@ -35,11 +35,13 @@ var (
 )
 
 // run is a run of j0 on replica i from start for took, in the slot that
-// policy p gives it, with the given trigger and attempt, returning err.
+// policy p gives it, with the given trigger and attempt, returning err; its
+// fence is its start in µs, as a claim at its start would give it (F1).
 func run(p Policy, i int, start time.Time, took time.Duration, trigger cron.Trigger, attempt int, err error) Run {
 	slot := p.Interval(false).Plan(start, start).Slot
 	return Run{Job: "j0", Replica: i, Start: start, End: start.Add(took), Err: err,
-		Tick: cron.Tick{Job: "j0", Slot: slot, Scheduled: slot.Start, Started: start, Trigger: trigger, Attempt: attempt}}
+		Tick: cron.Tick{Job: "j0", Slot: slot, Scheduled: slot.Start, Started: start, Trigger: trigger, Attempt: attempt,
+			Fence: uint64(start.UnixMicro())}}
 }
 
 // hourlyRuns are the runs of a healthy hourly job from 10:00 to 14:00.
@@ -586,6 +588,29 @@ func TestCheck(t *testing.T) {
 				catchUp := run(hourlySpec, 0, at(9, 0), time.Second, cron.TriggerCatchUp, 1, nil)
 				catchUp.Start, catchUp.End = at(10, 0), at(10, 0).Add(time.Second)
 				return &History{Runs: append(hourlyRuns()[1:], catchUp)}
+			},
+		},
+		{
+			name: "a run whose fence is not above the one before", want: "I16", about: "which returned before it began",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[2].Tick.Fence = runs[1].Tick.Fence // taken before the claim decided
+				return &History{Runs: runs}
+			},
+		},
+		{
+			name: "a stale run's write taken after its successor's", want: "I16", about: "the fenced store took the write",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				runs := hourlyRuns()
+				// The 11:00 run, cancelled as it lost its lease, goes on
+				// past the 12:00 run's end and writes then, with a fence
+				// above that run's: the store takes its late write.
+				runs[1].Cancelled, runs[1].Cause = runs[1].Start.Add(30*time.Minute), lock.ErrLeaseLost
+				runs[1].End = runs[2].End.Add(time.Minute)
+				runs[1].Tick.Fence = runs[2].Tick.Fence + 1
+				return &History{Runs: runs}
 			},
 		},
 		{
