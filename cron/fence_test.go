@@ -94,6 +94,46 @@ type fencedRun struct {
 	trigger     cron.Trigger
 }
 
+// fencedRuns is what the fenced jobs of a test share: the store they
+// write, the runs as they saw them, and the one run that stalls.
+type fencedRuns struct {
+	store fencedStore
+	mu    sync.Mutex
+	runs  []fencedRun
+	stall chan struct{}
+}
+
+func newFencedRuns() *fencedRuns {
+	f := &fencedRuns{stall: make(chan struct{}, 1)}
+	f.stall <- struct{}{} // one run stalls
+	return f
+}
+
+// job is the code of replica's job: a run writes the store with its fence
+// as it ends; the run that stalls freezes the replica's client (its
+// heartbeats with it) for stallFor and goes on after it lost its lease, its
+// code ignoring its context, as code blocked in a call does.
+func (f *fencedRuns) job(replica string, frozen *freezer, stallFor time.Duration) func(context.Context, cron.Tick) error {
+	return func(ctx context.Context, tk cron.Tick) error {
+		r := fencedRun{replica: replica, fence: tk.Fence, start: time.Now(), attempt: tk.Attempt, trigger: tk.Trigger}
+		select {
+		case <-f.stall:
+			r.stalled = true
+			frozen.freeze()
+			time.Sleep(stallFor)
+			frozen.unfreeze()
+		default:
+			time.Sleep(2 * time.Millisecond)
+		}
+		r.ok = f.store.write(tk.Fence)
+		r.end = time.Now()
+		f.mu.Lock()
+		f.runs = append(f.runs, r)
+		f.mu.Unlock()
+		return nil
+	}
+}
+
 // TestFencesIncrease runs a leased job on three replicas of a real
 // redis-server, a few hundred short runs that the replicas take in turn,
 // one of which stalls past its run lease and writes after its slot was run
@@ -104,11 +144,9 @@ type fencedRun struct {
 // the order.
 func TestFencesIncrease(t *testing.T) {
 	srv := redistest.Start(t)
-	store := &fencedStore{}
-	var mu sync.Mutex
-	var runs []fencedRun
-	stall := make(chan struct{}, 1)
-	stall <- struct{}{} // one run stalls
+	f := newFencedRuns()
+	store := &f.store
+	mu := &f.mu
 	const runTTL = 300 * time.Millisecond
 	start := func(phase string) []*cron.Runtime {
 		var rts []*cron.Runtime
@@ -116,27 +154,8 @@ func TestFencesIncrease(t *testing.T) {
 			c := srv.Client(t)
 			frozen := &freezer{}
 			c.AddHook(frozen)
-			job := cron.Func("fenced", interval.AtLeast(20*time.Millisecond), func(ctx context.Context, tk cron.Tick) error {
-				r := fencedRun{replica: name, fence: tk.Fence, start: time.Now(), attempt: tk.Attempt, trigger: tk.Trigger}
-				select {
-				case <-stall:
-					// A replica that stalls (its heartbeats with it) and
-					// goes on after it lost its lease: its code ignores
-					// its context, as code blocked in a call does.
-					r.stalled = true
-					frozen.freeze()
-					time.Sleep(3 * runTTL)
-					frozen.unfreeze()
-				default:
-					time.Sleep(2 * time.Millisecond)
-				}
-				r.ok = store.write(tk.Fence)
-				r.end = time.Now()
-				mu.Lock()
-				runs = append(runs, r)
-				mu.Unlock()
-				return nil
-			}, cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: runTTL}))
+			job := cron.Func("fenced", interval.AtLeast(20*time.Millisecond), f.job(name, frozen, 3*runTTL),
+				cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: runTTL}))
 			rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name+"-"+phase))
 			if err != nil {
 				t.Fatal(err)
@@ -150,7 +169,7 @@ func TestFencesIncrease(t *testing.T) {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			mu.Lock()
-			got := len(runs)
+			got := len(f.runs)
 			mu.Unlock()
 			if got >= n {
 				return
@@ -172,7 +191,7 @@ func TestFencesIncrease(t *testing.T) {
 	wait(250)
 	stop(rts)
 	mu.Lock()
-	before := len(runs)
+	before := len(f.runs)
 	mu.Unlock()
 	if err := srv.Client(t).Del(t.Context(), record.Key("fenced")).Err(); err != nil {
 		t.Fatal(err)
@@ -183,6 +202,7 @@ func TestFencesIncrease(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
+	runs := f.runs
 	slices.SortFunc(runs, func(a, b fencedRun) int { return a.start.Compare(b.start) })
 	replicas := map[string]bool{}
 	var stalled *fencedRun
@@ -231,50 +251,35 @@ func TestFencesIncrease(t *testing.T) {
 // which comes after the retry's, is refused.
 func TestFenceOfRetry(t *testing.T) {
 	srv := redistest.Start(t)
-	store := &fencedStore{}
-	var mu sync.Mutex
-	var runs []fencedRun
-	stall := make(chan struct{}, 1)
-	stall <- struct{}{}
-	retried := make(chan struct{})
-	var once sync.Once
+	f := newFencedRuns()
 	const runTTL = 300 * time.Millisecond
 	var rts []*cron.Runtime
 	for _, name := range []string{"r1", "r2", "r3"} {
 		c := srv.Client(t)
 		frozen := &freezer{}
 		c.AddHook(frozen)
-		job := cron.Func("fenced-retry", interval.MustCron("*/5 * * * * *"), func(ctx context.Context, tk cron.Tick) error {
-			r := fencedRun{replica: name, fence: tk.Fence, start: time.Now(), attempt: tk.Attempt, trigger: tk.Trigger}
-			select {
-			case <-stall:
-				r.stalled = true
-				frozen.freeze()
-				time.Sleep(5 * runTTL)
-				frozen.unfreeze()
-			default:
-				time.Sleep(2 * time.Millisecond)
-			}
-			r.ok = store.write(tk.Fence)
-			r.end = time.Now()
-			mu.Lock()
-			runs = append(runs, r)
-			mu.Unlock()
-			if tk.Attempt > 1 {
-				once.Do(func() { close(retried) })
-			}
-			return nil
-		}, cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: runTTL, Attempts: 3, Backoff: 50 * time.Millisecond}))
+		job := cron.Func("fenced-retry", interval.MustCron("*/5 * * * * *"), f.job(name, frozen, 5*runTTL),
+			cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: runTTL, Attempts: 3, Backoff: 50 * time.Millisecond}))
 		rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		rts = append(rts, rt)
 	}
-	select {
-	case <-retried:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no retry within 20s")
+	retried := func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, r := range f.runs {
+			if r.attempt > 1 {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(20 * time.Second); !retried(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no retry within 20s")
+		}
 	}
 	time.Sleep(5 * runTTL) // the frozen run writes after the retry
 	for _, rt := range rts {
@@ -282,8 +287,9 @@ func TestFenceOfRetry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	runs := f.runs
 	var stalled, retry *fencedRun
 	for i := range runs {
 		switch r := &runs[i]; {
