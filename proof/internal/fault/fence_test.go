@@ -36,11 +36,18 @@ func TestFencedStaleWrites(t *testing.T) {
 	// has written: a write with a lower number is stale.
 	var mu sync.Mutex
 	latest := map[string]uint64{}
-	var stale, staleRefused, staleEarly, liveRefused, holds, errs atomic.Int64
+	// taken is, per name, the highest number handed out: a write below it
+	// that the resource accepted is a stale write that came before the
+	// newer holder's first write (harmless, and counted).
+	taken := map[string]uint64{}
+	var stale, staleRefused, staleEarly, staleBefore, liveRefused, holds, errs atomic.Int64
 	write := func(name string, f uint64, first bool) {
 		mu.Lock()
 		isStale := f < latest[name]
 		ok := res.Write(name, f)
+		if !isStale && ok && f < taken[name] {
+			staleBefore.Add(1)
+		}
 		if first && ok {
 			latest[name] = f
 		}
@@ -71,6 +78,9 @@ func TestFencedStaleWrites(t *testing.T) {
 					continue
 				}
 				holds.Add(1)
+				mu.Lock()
+				taken[name] = max(taken[name], f)
+				mu.Unlock()
 				write(name, f, true)
 				if r.IntN(4) == 0 {
 					time.Sleep(2 * ttl) // the stall: the lease runs out
@@ -108,6 +118,7 @@ func TestFencedStaleWrites(t *testing.T) {
 		Notes: []string{
 			fmt.Sprintf("writes of the latest holder refused: %d", liveRefused.Load()),
 			fmt.Sprintf("stale writes: %d, all refused by the fencing number", stale.Load()),
+			fmt.Sprintf("stale writes accepted before the newer holder's first write (harmless, not checked): %d", staleBefore.Load()),
 		},
 	})
 }

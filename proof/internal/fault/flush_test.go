@@ -68,6 +68,11 @@ func TestScriptFlush(t *testing.T) {
 	}
 	n := overlaps(t, h, ld.TTL)
 	evals, evalshas := commandCalls(t, admin, "eval"), commandCalls(t, admin, "evalsha")
+	// What the scenario shows (RELIABILITY.md, SCRIPT FLUSH): scripts met
+	// the flushes and came back through the EVAL fallback.
+	if flushes == 0 || evalshas == 0 || evals == 0 {
+		t.Errorf("%d SCRIPT FLUSH, the server ran %d EVALSHA and %d EVAL; want flushes, and scripts that came back through the EVAL fallback", flushes, evalshas, evals)
+	}
 	res := coord.Resource.Figures()
 	fault.Publish(t, fault.Figures{
 		Scenario:       "SCRIPT FLUSH under load",

@@ -579,6 +579,11 @@ func TestJobKilledMidRun(t *testing.T) {
 					t.Errorf("slot %s: %d runs, %d ok, want 1: %v", s, len(runsOf[s]), ok, describeRuns(runsOf[s]))
 				}
 			}
+			if lateKills == len(dead) {
+				// Every kill came after its run had ended: the scenario
+				// showed nothing of a run killed mid-way.
+				t.Errorf("all %d kills came after the run had ended; want kills mid-run", len(dead))
+			}
 			overlaps, afterLoss := checkOverlaps(t, runs, dead)
 			notes := []string{
 				fmt.Sprintf("%d runs in %d slots; %d kills (%s), %d of them after the run had ended; %d reruns of a killed slot", len(runs), len(slots), len(dead), strings.Join(victims, ", "), lateKills, reruns),
@@ -644,7 +649,7 @@ func TestJobLongRuns(t *testing.T) {
 				if r.Err != "" && !r.Lost {
 					unexplained++
 				}
-				if i > 0 {
+				if i > 0 && runs[i-1].End != 0 {
 					gaps = append(gaps, time.Duration(r.Start-runs[i-1].End))
 				}
 			}
@@ -657,6 +662,21 @@ func TestJobLongRuns(t *testing.T) {
 			var minGap, maxGap time.Duration
 			if len(gaps) > 0 {
 				minGap, maxGap = slices.Min(gaps), slices.Max(gaps)
+			}
+			// The job goes on running (RELIABILITY.md, Runs three
+			// intervals long): the next run begins at most an interval
+			// after one ends (measured: 1-2 ms for AtLeast, up to 1 s for
+			// the per-second Cron job, whose tick just before a run's end
+			// is skipped), and it ran until the replicas stopped; 2 s more
+			// for a busy machine.
+			slack := tc.every + 2*time.Second
+			if maxGap > slack {
+				t.Errorf("a run began %v after the one before it ended, want at most an interval, %v, +2s for a busy machine: %v", maxGap, tc.every, describeRuns(runs))
+			}
+			if len(runs) > 0 {
+				if last := runs[len(runs)-1]; last.End != 0 && last.End < stopAt && time.Duration(stopAt-last.End) > slack {
+					t.Errorf("the last run before the replicas stopped ended %v before they did, want at most an interval, %v, +2s: %v", time.Duration(stopAt-last.End), tc.every, describeRuns(runs))
+				}
 			}
 			fault.Publish(t, fault.Figures{
 				Scenario: "job runs 3 intervals long, " + tc.name,
@@ -929,9 +949,16 @@ func TestJobCatchUp(t *testing.T) {
 		if r.Trigger == cron.TriggerCatchUp.String() {
 			catchUps++
 			if r.Child <= 3 {
-				initial++ // the first replicas found no record: the latest slot never ran
+				initial++ // at the very first start, with no record: never, by R4
 			}
 		}
+	}
+	// RELIABILITY.md (Catch-up): the very first start ran no catch-up.
+	// There was no record yet, and a slot from before the job's record
+	// existed is never caught up (LeaseConfig.CatchUp, R4 of
+	// cron/PROTOCOL.md).
+	if initial != 0 {
+		t.Errorf("%d catch-up runs at the very first start, with no record yet; want none: %v", initial, describeRuns(runs))
 	}
 	overlaps, afterLoss := checkOverlaps(t, runs, nil)
 	fault.Publish(t, fault.Figures{

@@ -161,6 +161,13 @@ func TestPartition(t *testing.T) {
 		}
 	}
 
+	// What the second part shows (RELIABILITY.md, Partition): the holder
+	// kept its lease through connections really cut, against another
+	// client that kept trying.
+	if connsCut == 0 || polls == 0 {
+		t.Errorf("the cuts closed %d connections and the other client tried %d acquires; want both, or the holder's kept lease shows nothing", connsCut, polls)
+	}
+
 	fig := res.Figures()
 	if fig.StaleAccepted != 0 {
 		t.Errorf("the resource accepted %d stale writes, want 0", fig.StaleAccepted)
