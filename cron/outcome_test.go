@@ -77,3 +77,104 @@ func TestOutcomeRetryRefusedByPause(t *testing.T) {
 		}
 	}
 }
+
+// TestOutcomeTickOfSlotInOtherHands starts four replicas of an hourly
+// AtLeast job within one interval: the first runs the interval's slot; the
+// second's tick finds that run going; the third's finds a run-now's run
+// going, after the slot's; and the fourth's, after a pause, finds the
+// interval's slot taken. None of these ticks is the slot's outcome (the
+// history holds the two runs, and no skip), so each is reported under a
+// reason that metrics count as a tick elsewhere, at Debug. The third used
+// to be reported as "previous run still in progress", at Warn, and the
+// fourth as "paused": metrics count both as skipped slots.
+func TestOutcomeTickOfSlotInOtherHands(t *testing.T) {
+	srv := redistest.Start(t)
+	db := lock.NewDB(srv.Client(t))
+	admin := cron.NewAdmin(db)
+	started, release := make(chan cron.Trigger, 1), make(chan struct{})
+	job := &leasedJob{
+		testJob: testJob{name: "reindex", every: interval.AtLeast(time.Hour), process: func(_ context.Context, tk cron.Tick) error {
+			started <- tk.Trigger
+			<-release
+			return nil
+		}},
+		lease: cron.LeaseConfig{DB: db},
+	}
+	var logs records
+	var rts []*cron.Runtime
+	start := func(name string, skipped *list[string]) {
+		rt, err := cron.Start([]cron.Job{job}, cron.WithReplica(name), cron.WithLogger(slog.New(&logs)),
+			cron.WithObserver(cron.Observer{RunSkipped: func(_ cron.Tick, reason string, _ error) { skipped.add(reason) }}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Shutdown(context.Background()) })
+		rts = append(rts, rt)
+	}
+	// tick starts a replica and returns what its start's tick reported.
+	tick := func(name string) []string {
+		var skipped list[string]
+		start(name, &skipped)
+		deadline := time.Now().Add(10 * time.Second)
+		for len(skipped.get()) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s reported no skipped tick within 10s", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return skipped.get()
+	}
+	start("a", new(list[string]))
+	if tr := <-started; tr != cron.TriggerSchedule {
+		t.Fatalf("a's first run has trigger %v; want schedule", tr)
+	}
+	if got := tick("b"); len(got) != 1 || got[0] != cron.ReasonRunning {
+		t.Errorf("b's tick while the slot's run went on reported %q; want [%q]", got, cron.ReasonRunning)
+	}
+	release <- struct{}{}
+	if err := admin.RunNow(t.Context(), "reindex"); err != nil {
+		t.Fatal(err)
+	}
+	if tr := <-started; tr != cron.TriggerRequest {
+		t.Fatalf("the run after RunNow has trigger %v; want request", tr)
+	}
+	if got := tick("c"); len(got) != 1 || got[0] != cron.ReasonRunning {
+		t.Errorf("c's tick while a requested run went on reported %q; want [%q]", got, cron.ReasonRunning)
+	}
+	release <- struct{}{}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := admin.Status(t.Context(), "reindex")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.History) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the requested run not recorded within 10s: history %+v", st.History)
+		}
+	}
+	if err := admin.Pause(t.Context(), "reindex"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tick("d"); len(got) != 1 || got[0] != cron.ReasonLeaseHeld {
+		t.Errorf("d's tick of the interval a ran, paused, reported %q; want [%q]", got, cron.ReasonLeaseHeld)
+	}
+	for _, rt := range rts {
+		if err := rt.Shutdown(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range logs.all() {
+		if r.Level >= slog.LevelWarn {
+			t.Errorf("logged at %v: %q; want nothing at Warn: no slot was skipped", r.Level, r.Message)
+		}
+	}
+	st, err := admin.Status(t.Context(), "reindex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.History) != 2 || st.History[0].Outcome != "ok" || st.History[1].Outcome != "ok" {
+		t.Errorf("history %+v; want the slot's run and the requested run", st.History)
+	}
+}

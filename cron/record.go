@@ -326,19 +326,28 @@ func (s *jobState) claimOnce(ctx context.Context, mode claimMode, t *Tick, next 
 			c.follow = true
 		case text == "same":
 			c.follow = s.Attempts > 1
-		default:
-			// R2: a run of an earlier slot (or a requested run) holds
-			// the job through this tick, and no replica will run the
-			// slot: each replica that ticks it knows, and warns.
-			c.reason = ReasonStillRunning
 		}
+		// Else R2 refused a tick of a slot that is not none (a run-now's
+		// run holds the job after the slot's, or the record names a newer
+		// slot, or a duration policy's interval had its slot): the slot
+		// is in other hands, and no skip is its outcome (R20 records one
+		// for a slot that is none). Reported so, as a tick elsewhere.
 		return c, true, nil
 	case record.Past: // R7, D4
 		c.reason = ReasonLeaseHeld
 	case record.Paused: // R3
 		c.reason = ReasonPaused
-		if text == "early" {
+		switch {
+		case text == "early":
 			c.wait, c.early = time.Duration(n)*time.Millisecond, true
+		case mode == modeTick:
+			// R3 refused a tick of a slot that is not none: it was
+			// claimed before the pause (or the record names a newer
+			// slot, or a duration policy's interval had its slot). Its
+			// outcome is its runs', in the history; a skip is recorded
+			// only for a slot that is none (R20). So the tick is one
+			// elsewhere, as R7 would have answered.
+			c.reason = ReasonLeaseHeld
 		}
 	case record.RetryWait: // R6
 		c.reason, c.wait, c.follow = ReasonRetryWait, time.Duration(n)*time.Millisecond, true
