@@ -43,6 +43,8 @@ type Cluster struct {
 	started    []*incarnation // every runtime started, for the cleanup
 	runs       []*Run
 	skips      map[slotOf][]string // why replicas skipped a slot, for messages
+	skipped    []Skip              // every RunSkipped, in order
+	after      []Sent              // commands sent after their runtime's Shutdown returned
 	downUntil  time.Time           // Redis fails every command before it
 	stallUntil time.Time           // Redis holds every command until it
 	loseUntil  time.Time           // Redis's replies are lost before it
@@ -81,6 +83,11 @@ type incarnation struct {
 	client  *redis.Client
 	dead    atomic.Bool
 	running map[runOf]*Run // guarded by Cluster.mu
+	// shut is set once a Shutdown of it returned, and clean if it
+	// returned nil: from then on a command of its client is one sent
+	// after Shutdown, and after a clean one, one on its way too (see
+	// Cluster.AfterShutdown).
+	shut, clean atomic.Bool
 }
 
 // runOf names a run of one runtime: its job and its tick's number.
@@ -457,6 +464,7 @@ func (c *Cluster) runSkipped(replica int, inc *incarnation, t cron.Tick, reason 
 	if inc.dead.Load() {
 		return
 	}
+	c.skipped = append(c.skipped, Skip{Job: t.Job, Replica: replica, Tick: t, Reason: reason, Err: err, At: time.Now()})
 	why := fmt.Sprintf("replica %d skipped it: %s", replica, reason)
 	if err != nil {
 		why += ": " + err.Error()
@@ -516,6 +524,103 @@ func halt(rt *cron.Runtime) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = rt.Shutdown(done)
+}
+
+// ErrShutDown is the error of every Redis command that a replica's client
+// is asked for after [Cluster.Shutdown] of its runtime returned: the
+// process has exited, so the command goes nowhere.
+var ErrShutDown = errors.New("crontest: replica shut down")
+
+// Shutdown stops replica i gracefully, as a deploy's SIGTERM does: it calls
+// cron.Runtime.Shutdown(ctx) and returns its error. While it waits, the
+// replica's runs go on and its commands reach Redis as before; once it
+// returned, the replica is down (a later [Cluster.Restart] starts it
+// again), and its client sends nothing more, as an exited process: each
+// command it is asked for fails with [ErrShutDown], and is listed by
+// [Cluster.AfterShutdown], since a runtime whose Shutdown returned has no
+// business sending one. A run that Shutdown gave up waiting for goes on
+// until it returns (its end is recorded), as its goroutine would in a
+// process that lingers. Shutdown of a replica that is down does nothing.
+func (c *Cluster) Shutdown(ctx context.Context, i int) error {
+	c.tb.Helper()
+	r := c.replica(i)
+	c.mu.Lock()
+	if r.start != nil {
+		r.start.Stop()
+		r.start = nil
+	}
+	inc := r.cur
+	c.mu.Unlock()
+	if inc == nil || inc.rt == nil {
+		return nil
+	}
+	err := inc.rt.Shutdown(ctx)
+	c.mu.Lock()
+	inc.clean.Store(err == nil)
+	inc.shut.Store(true)
+	if r.cur == inc {
+		r.cur = nil
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// Sent is a Redis command that a replica's client was asked for after
+// [Cluster.Shutdown] of its runtime returned, or that was on its way when
+// a Shutdown returned nil.
+type Sent struct {
+	Replica int
+	At      time.Time // by the bubble's clock
+	Command string    // its name and first argument, as "evalsha 1f3c…"
+}
+
+// AfterShutdown returns the commands that replicas' clients were asked for
+// after their runtime's [Cluster.Shutdown] returned, and those that were
+// on their way to Redis when a Shutdown returned nil, in order. (A
+// Shutdown whose context ended first may leave a command on its way, as
+// cron.Runtime.Shutdown says.) A test that
+// shuts replicas down expects none: a runtime's Shutdown returns only when
+// nothing of it can send a command again. (A job's own code that keeps
+// using the client it was built with after its run returned is the job's
+// business, and shows here too.)
+func (c *Cluster) AfterShutdown() []Sent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.after)
+}
+
+func (c *Cluster) sentAfterShutdown(r *replica, cmds []redis.Cmder) {
+	if handshake(cmds) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		name := cmd.Name()
+		if args := cmd.Args(); len(args) > 1 {
+			name += " " + fmt.Sprint(args[1])
+		}
+		c.after = append(c.after, Sent{Replica: r.index, At: time.Now(), Command: name})
+	}
+}
+
+// Skip is a tick that a replica's runtime reported skipped
+// (cron.Observer.RunSkipped).
+type Skip struct {
+	Job     string
+	Replica int
+	Tick    cron.Tick
+	Reason  string
+	Err     error
+	At      time.Time // by the bubble's clock
+}
+
+// Skips returns every tick the replicas reported skipped, in the order
+// they did: a killed replica's reports after its kill are not kept.
+func (c *Cluster) Skips() []Skip {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.skipped)
 }
 
 // Restart starts a fresh runtime for replica i, with fresh jobs from New's
@@ -701,6 +806,10 @@ func (c *Cluster) transit(ctx context.Context, r *replica, inc *incarnation, lat
 	if inc.dead.Load() {
 		return ErrKilled
 	}
+	if inc.shut.Load() {
+		c.sentAfterShutdown(r, cmds)
+		return ErrShutDown
+	}
 	for {
 		c.mu.Lock()
 		stall := time.Until(c.stallUntil)
@@ -719,6 +828,11 @@ func (c *Cluster) transit(ctx context.Context, r *replica, inc *incarnation, lat
 		if err := wait(ctx, latency+size(cmds)); err != nil {
 			return err
 		}
+	}
+	if inc.clean.Load() && !inc.dead.Load() {
+		// On its way when Shutdown returned nil, which it must not be.
+		c.sentAfterShutdown(r, cmds)
+		return ErrShutDown
 	}
 	return c.redisErr(inc)
 }

@@ -33,7 +33,12 @@
 // [Cluster.Kill] stops a replica the way a crash does, without
 // cron.Runtime.Shutdown: its runs end there (recorded with [ErrKilled]),
 // its Redis client sends nothing more, and its leases stay in Redis until
-// they expire. [Cluster.Restart] starts a fresh runtime in its place.
+// they expire. [Cluster.Shutdown] stops one the way a deploy does, with
+// cron.Runtime.Shutdown and a context of the test's: its runs go on while
+// Shutdown waits, and once it returned the replica's client sends nothing
+// more, as an exited process; a command it is asked for then is listed by
+// [Cluster.AfterShutdown], which a test expects empty. [Cluster.Restart]
+// starts a fresh runtime in the place of either.
 // [Cluster.RedisDown] makes every Redis command of every replica fail for a
 // while, as an unreachable server does; [Cluster.RedisStall] holds them for
 // a while, as a busy server does; [Cluster.RedisRestart] empties Redis, as
@@ -58,7 +63,8 @@
 //
 // The cluster records every run of every replica through cron.Observer:
 // which job, which replica, its tick (and so its slot), when it started and
-// ended by the bubble's clock, and what it returned ([Cluster.Runs]). The
+// ended by the bubble's clock, and what it returned ([Cluster.Runs]), and
+// every tick a replica reported skipped, with its reason ([Cluster.Skips]). The
 // assertions ([Cluster.OncePerSlot], [Cluster.SucceededOncePerSlot] for
 // a job that retries, [Cluster.NoSlotMissing], [Cluster.NoOverlap],
 // [Cluster.AtMostConcurrent]) read that record and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/interval"
+	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
 // TestRedisLatency checks that a replica's command takes its latency to
@@ -270,6 +271,77 @@ func TestRedisFailover(t *testing.T) {
 		}
 		if ok, err := rdb.ScriptExists(ctx, sha).Result(); err != nil || len(ok) != 1 || ok[0] {
 			t.Errorf("SCRIPT EXISTS after the failover = %v, %v, want [false]", ok, err)
+		}
+	})
+}
+
+// TestShutdown shuts a replica down gracefully while its run goes on:
+// Shutdown waits for the run, which the cluster records as returned, and a
+// command that the replica's client is asked for afterwards fails with
+// ErrShutDown and is listed by AfterShutdown. A Restart brings the
+// replica back.
+func TestShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var clients []*redis.Client
+		jobs := func(rdb *redis.Client) []cron.Job {
+			mu.Lock()
+			clients = append(clients, rdb)
+			mu.Unlock()
+			return []cron.Job{cron.Func("report", hourly, func(ctx context.Context, _ cron.Tick) error {
+				time.Sleep(10 * time.Second)
+				return nil
+			})}
+		}
+		c := New(t, 1, jobs)
+		time.Sleep(time.Second) // the startup run goes on
+		if err := c.Shutdown(t.Context(), 0); err != nil {
+			t.Fatalf("Shutdown = %v, want nil", err)
+		}
+		if runs := c.Runs(); len(runs) != 1 || runs[0].End.IsZero() || runs[0].Err != nil {
+			t.Fatalf("runs %+v; want the startup run, returned well before Shutdown did", runs)
+		}
+		if got := c.AfterShutdown(); len(got) != 0 {
+			t.Errorf("AfterShutdown = %v before any command after Shutdown", got)
+		}
+		mu.Lock()
+		rdb := clients[0]
+		mu.Unlock()
+		if err := rdb.Ping(t.Context()).Err(); !errors.Is(err, ErrShutDown) {
+			t.Errorf("PING after Shutdown = %v, want ErrShutDown", err)
+		}
+		if got := c.AfterShutdown(); len(got) != 1 || got[0].Replica != 0 || got[0].Command != "ping" {
+			t.Errorf("AfterShutdown = %+v, want the PING of replica 0", got)
+		}
+		c.Restart(0)
+		time.Sleep(2 * time.Hour)
+		if runs := c.Runs(); len(runs) < 3 {
+			t.Errorf("%d runs after the Restart, want the hourly runs again", len(runs)-1)
+		}
+	})
+}
+
+// TestSkips pauses a leased job: the replica that records each slot
+// skipped reports it, and Skips lists it with its reason.
+func TestSkips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(t, 2, func(rdb *redis.Client) []cron.Job {
+			return []cron.Job{cron.Func("invoice", hourly, func(context.Context, cron.Tick) error { return nil },
+				cron.WithLease(cron.LeaseConfig{DB: lock.NewDB(rdb)}))}
+		})
+		time.Sleep(time.Minute)
+		if err := cron.NewAdmin(lock.NewDB(c.Client())).Pause(t.Context(), "invoice"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		var paused []Skip
+		for _, s := range c.Skips() {
+			if s.Reason == cron.ReasonPaused {
+				paused = append(paused, s)
+			}
+		}
+		if len(paused) != 1 || paused[0].Job != "invoice" || !paused[0].Tick.Slot.Start.Equal(time.Date(2000, 1, 1, 1, 0, 0, 0, time.UTC)) {
+			t.Errorf("paused skips %+v; want one, of the 01:00 slot", paused)
 		}
 	})
 }
