@@ -14,7 +14,7 @@ import (
 
 // Violation is an invariant that a history breaks.
 type Violation struct {
-	// Invariant is "I1" to "I11" (see the package documentation), or "H"
+	// Invariant is "I1" to "I16" (see the package documentation), or "H"
 	// for the harness: crontest reported an error.
 	Invariant string
 	// Rule names which of the invariant's checks it broke: "slot lost",
@@ -70,8 +70,14 @@ func Check(sc *Scenario, h *History, ignore ...string) []Violation {
 		c.fences(j)
 		c.records(j)
 		c.catchUps(j)
+		c.ownOutcomes(j)
+		c.saidOnce(j)
+		c.restartRetried(j)
+		c.overruns(j)
 	}
 	c.batches()
+	c.quiet()
+	c.listedOnce()
 	out := slices.DeleteFunc(c.out, func(v Violation) bool { return slices.Contains(ignore, v.Invariant) })
 	slices.SortStableFunc(out, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return out
@@ -97,6 +103,7 @@ type checker struct {
 	mayPause   map[string][]span // where a job may be paused: a pause that a lossy failover may have kept
 	up         [Replicas][]span  // each replica's runtimes with the job being checked (jobUp)
 	upAll      [Replicas][]span  // each replica's runtimes
+	live       [Replicas][]span  // upAll, each runtime until its Shutdown returned
 	removed    map[string][Replicas][]span
 	frozen     [Replicas][]span
 	steps      [Replicas][]Event
@@ -149,7 +156,9 @@ func newChecker(sc *Scenario, h *History) *checker {
 			c.deploys[e.Replica] = append(c.deploys[e.Replica], e)
 		case Freeze:
 			c.frozen[e.Replica] = append(c.frozen[e.Replica], span{at, at.Add(e.D)})
-		case Kill:
+		case Kill, Shutdown:
+			// A Shutdown stops the replica's claims at once; its runs
+			// go on while it waits.
 			down(e.Replica, at)
 		case Restart, Deploy:
 			down(e.Replica, at)
@@ -190,6 +199,27 @@ func newChecker(sc *Scenario, h *History) *checker {
 		c.removed[job] = sp
 	}
 	c.upAll = c.up
+	// A runtime that Shutdown stopped claiming goes on recording its
+	// runs' ends until Shutdown returned, or a Restart killed it.
+	for i := range Replicas {
+		c.live[i] = slices.Clone(c.upAll[i])
+	}
+	for _, op := range h.Shutdowns {
+		i := op.Replica
+		for k := range c.live[i] {
+			if !c.live[i][k].to.Equal(op.At) {
+				continue
+			}
+			to := op.Done
+			if to.IsZero() {
+				to = c.end
+			}
+			if k+1 < len(c.live[i]) && c.live[i][k+1].from.Before(to) {
+				to = c.live[i][k+1].from
+			}
+			c.live[i][k].to = later(op.At, to)
+		}
+	}
 	// A failover's instant is its master's crash, a lag after the event.
 	slices.SortFunc(c.flushes, time.Time.Compare)
 	slices.SortFunc(c.downs, func(a, b span) int { return a.from.Compare(b.from) })
@@ -428,7 +458,7 @@ func (c *checker) upThrough(i int, a, b time.Time) bool {
 // with the job or without: a run of a job that Remove took out goes on,
 // and records its end.
 func (c *checker) liveThrough(i int, a, b time.Time) bool {
-	for _, s := range c.upAll[i] {
+	for _, s := range c.live[i] {
 		if s.contains(a, b) {
 			return true
 		}
@@ -604,8 +634,12 @@ func resendGap(j *Job) time.Duration {
 // whose replica was killed or that went on past its deadline, when its run
 // lease ran out.
 func (c *checker) held(j *Job, r *Run) time.Time {
-	if errors.Is(r.Err, crontest.ErrKilled) {
-		return r.End.Add(runTTL(j))
+	if errors.Is(r.Err, crontest.ErrKilled) || c.notRecorded(r) {
+		end := r.End
+		if end.IsZero() {
+			end = c.end
+		}
+		return end.Add(runTTL(j))
 	}
 	if errors.Is(r.Cause, cron.ErrRunDeadline) {
 		// Past its deadline, a run that ignores its context holds the
@@ -617,6 +651,19 @@ func (c *checker) held(j *Job, r *Run) time.Time {
 		return end.Add(runTTL(j))
 	}
 	return r.effectiveEnd(c.end)
+}
+
+// notRecorded reports whether r ended after its replica's Shutdown gave
+// up waiting for it and returned, or is still going: its end is not sent,
+// and its run lease runs out by itself, as a killed replica's does.
+func (c *checker) notRecorded(r *Run) bool {
+	for _, op := range c.h.Shutdowns {
+		if op.Replica == r.Replica && op.Err != nil && !op.Done.IsZero() && r.Start.Before(op.Done) &&
+			(r.End.IsZero() || !r.End.Before(op.Done)) && c.liveThrough(r.Replica, r.Start, op.At) {
+			return true
+		}
+	}
+	return false
 }
 
 // I1: never two runs of a job at once while its record survives. A run
@@ -867,6 +914,25 @@ func (c *checker) accounted(job string, sched, a, b time.Time) bool {
 // tickMargin of [a, b], a slot's start and its tick: the new job's first
 // tick is the first its interval has after the Replace, so a tick then may
 // come from neither.
+// replacedLosing reports whether a Replace of job on replica i, from a
+// little before the start a of a slot to a little after its tick b in
+// release v (the release it put in place), may have cost the replica the
+// slot's tick: one as the tick came. A Replace inside the slot's spread
+// window, whatever release it replaced, queues the slot's tick at its due
+// time in the new one (cron.Runtime.Replace).
+func (c *checker) replacedLosing(i int, job string, a, b time.Time) bool {
+	for _, e := range c.deploys[i] {
+		at := c.start.Add(e.At)
+		if e.Kind != Replace || e.Job != job || !at.After(a.Add(-tickMargin)) || !at.Before(b.Add(tickMargin)) {
+			continue
+		}
+		if !at.Before(b.Add(-tickMargin)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *checker) replacedNear(i int, job string, a, b time.Time) bool {
 	for _, e := range c.deploys[i] {
 		if at := c.start.Add(e.At); e.Kind == Replace && e.Job == job && at.After(a.Add(-tickMargin)) && at.Before(b.Add(tickMargin)) {
@@ -933,7 +999,7 @@ func (c *checker) cronSlotsRun(j *Job) {
 				b, a := due.Add(-c.offset(i, due)), s.Start.Add(-c.offset(i, s.Start))
 				if b.Add(tickMargin).After(c.end) || c.skewed(b) || c.steppedAcross(i, due) || c.version(i, j.Name, b) != v ||
 					!c.upThrough(i, a.Add(-time.Second), b.Add(tickMargin)) || !c.healthy(b.Add(-time.Second), b.Add(tickMargin)) ||
-					c.frozenDuring(i, b.Add(-tickMargin), b.Add(tickMargin)) || c.replacedNear(i, j.Name, a, b) ||
+					c.frozenDuring(i, b.Add(-tickMargin), b.Add(tickMargin)) || c.replacedLosing(i, j.Name, a, b) ||
 					c.pausedDuring(j.Name, b.Add(-tickMargin), b.Add(tickMargin)) {
 					continue
 				}

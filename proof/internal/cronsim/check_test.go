@@ -4,12 +4,14 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wakuwaku-go/wakuwaku/cron"
 	"github.com/wakuwaku-go/wakuwaku/crontest"
+	"github.com/wakuwaku-go/wakuwaku/internal/recordfmt"
 	"github.com/wakuwaku-go/wakuwaku/lock"
 )
 
@@ -614,6 +616,170 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name: "a command after Shutdown returned", want: "I12", about: "after its Shutdown returned",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), AfterShutdown: []crontest.Sent{{Replica: 1, At: at(11, 30), Command: "evalsha 1f3c"}}}
+			},
+		},
+		{
+			name: "a run that returned with Redis well, recorded lost", want: "I13", about: "records it lost",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				h := &History{Runs: hourlyRuns()}
+				h.Entries = okEntries(h.Runs)
+				h.Entries["j0"][1] = entry(&h.Runs[1], "lost")
+				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
+				return h
+			},
+		},
+		{
+			name: "a run that returned with Redis well, its entry missing", want: "I13", about: "no read of the history found its entry",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				h := &History{Runs: hourlyRuns(), HistoryReads: map[string][]time.Time{"j0": {at(13, 5)}}}
+				h.Entries = okEntries(h.Runs)
+				h.Entries["j0"] = slices.Delete(h.Entries["j0"], 2, 3)
+				return h
+			},
+		},
+		{
+			name: "a run recorded lost, its Shutdown's context ended in an outage", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 1)
+				sc.Events = []Event{{At: 60*time.Minute + 500*time.Millisecond, Kind: RedisDown, D: 3 * time.Second},
+					{At: 59 * time.Minute, Kind: Shutdown, Replica: 2, D: 62 * time.Second}}
+				return sc
+			},
+			h: func() *History {
+				h := &History{Runs: hourlyRuns()}
+				h.Shutdowns = []ShutdownOp{{Replica: 2, At: at(10, 59), Deadline: at(11, 0).Add(2 * time.Second), Done: at(11, 0).Add(2 * time.Second), Err: errPlanned}}
+				h.Entries = okEntries(h.Runs)
+				h.Entries["j0"][1] = entry(&h.Runs[1], "lost")
+				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
+				return h
+			},
+		},
+		{
+			name: "a run recorded lost after a blip, its Shutdown without a deadline", want: "I13", about: "records it lost",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 1)
+				sc.Events = []Event{{At: 60*time.Minute + 500*time.Millisecond, Kind: RedisDown, D: 3 * time.Second},
+					{At: 59 * time.Minute, Kind: Shutdown, Replica: 2, D: -1}}
+				return sc
+			},
+			h: func() *History {
+				h := &History{Runs: hourlyRuns()}
+				h.Shutdowns = []ShutdownOp{{Replica: 2, At: at(10, 59), Done: at(11, 0).Add(2 * time.Second)}}
+				h.Entries = okEntries(h.Runs)
+				h.Entries["j0"][1] = entry(&h.Runs[1], "lost")
+				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
+				return h
+			},
+		},
+		{
+			name: "a skip said that the history lacks", want: "I14", about: "the history has no such skip",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				h := &History{Runs: hourlyRuns()}
+				h.Entries = okEntries(h.Runs)
+				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
+				h.Skips = []crontest.Skip{{Job: "j0", Replica: 0, Tick: h.Runs[1].Tick, Reason: cron.ReasonPaused, At: at(11, 0).Add(time.Second)}}
+				return h
+			},
+		},
+		{
+			name: "a skip recorded that its replica did not say", want: "I14", about: "who reported no such skip",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				h := &History{Runs: hourlyRuns()}
+				skipped := h.Runs[1]
+				skipped.Replica = 2
+				e := entry(&skipped, "skipped")
+				e.Try, e.Reason = "0", "paused"
+				h.Runs = slices.Delete(h.Runs, 1, 2)
+				h.Entries = okEntries(h.Runs)
+				h.Entries["j0"] = append(h.Entries["j0"], e)
+				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
+				h.Admin = []AdminOp{{At: at(10, 59), Kind: Pause, Job: "j0"}, {At: at(11, 1), Kind: Resume, Job: "j0"}}
+				return h
+			},
+		},
+		{
+			name: "a skip recorded and said once", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				h := &History{Runs: hourlyRuns()}
+				skipped := h.Runs[1]
+				skipped.Replica = 2
+				e := entry(&skipped, "skipped")
+				e.Try, e.Reason = "0", "paused"
+				h.Runs = slices.Delete(h.Runs, 1, 2)
+				h.Entries = okEntries(h.Runs)
+				h.Entries["j0"] = append(h.Entries["j0"], e)
+				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
+				h.Admin = []AdminOp{{At: at(10, 59), Kind: Pause, Job: "j0"}, {At: at(11, 1), Kind: Resume, Job: "j0"}}
+				h.Skips = []crontest.Skip{{Job: "j0", Replica: 2, Tick: skipped.Tick, Reason: cron.ReasonPaused, At: skipped.Start.Add(time.Millisecond)}}
+				return h
+			},
+		},
+		{
+			name: "a run listed twice by Admin.Status", want: "I14", about: "listed a run twice",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h:  func() *History { return &History{Runs: hourlyRuns(), Listed: []string{"j0: slot 11:00 attempt 1 by replica-1, lost"}} },
+		},
+		{
+			name: "a slot not run again after Redis restarted empty mid-run", want: "I15", about: "did not run again",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 60*time.Minute + 10*time.Second, Kind: RedisRestart}}
+				return sc
+			},
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End = runs[1].Start.Add(20 * time.Second)
+				runs[1].Cancelled, runs[1].Cause, runs[1].Err = runs[1].End, lock.ErrLeaseLost, lock.ErrLeaseLost
+				return &History{Runs: runs}
+			},
+		},
+		{
+			name: "a slot run again after Redis restarted empty mid-run", want: "",
+			sc: func() *Scenario {
+				sc := crafted(hourlySpec, 2)
+				sc.Events = []Event{{At: 60*time.Minute + 10*time.Second, Kind: RedisRestart}}
+				return sc
+			},
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[1].End = runs[1].Start.Add(20 * time.Second)
+				runs[1].Cancelled, runs[1].Cause, runs[1].Err = runs[1].End, lock.ErrLeaseLost, lock.ErrLeaseLost
+				again := run(hourlySpec, 1, runs[1].End.Add(time.Second), time.Second, cron.TriggerSchedule, 1, nil)
+				return &History{Runs: slices.Insert(runs, 2, again)}
+			},
+		},
+		{
+			name: "a slot due while the last run held the job, run after it ended", want: "I10", about: "while r1 j0 run",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[0].End = at(11, 1)
+				runs[1] = run(hourlySpec, 2, at(11, 2), time.Second, cron.TriggerSchedule, 1, nil)
+				return &History{Runs: runs}
+			},
+		},
+		{
+			name: "a slot due while a run held the job, run after a later run", want: "",
+			sc: func() *Scenario { return crafted(hourlySpec, 1) },
+			h: func() *History {
+				runs := hourlyRuns()
+				runs[0].End = at(11, 1)
+				requested := run(hourlySpec, 0, at(11, 1).Add(time.Second), time.Second, cron.TriggerRequest, 1, nil)
+				runs[1] = run(hourlySpec, 2, at(11, 2), time.Second, cron.TriggerSchedule, 1, nil)
+				return &History{Runs: slices.Insert(runs, 1, requested),
+					Admin: []AdminOp{{At: at(11, 1), Kind: RunNow, Job: "j0"}}}
+			},
+		},
+		{
 			name: "the harness failed", want: "H", about: "refused",
 			sc: func() *Scenario { return crafted(hourlySpec, 1) },
 			h:  func() *History { return &History{Runs: hourlyRuns(), Harness: []string{"cron.Start refused the jobs"}} },
@@ -637,4 +803,22 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entry is the history's entry of run r, with outcome, as a read found it
+// five minutes after r began.
+func entry(r *Run, outcome string) Entry {
+	key, _ := r.Tick.Slot.Key()
+	return Entry{Entry: recordfmt.Entry{Slot: key, By: byName(r.Replica), Why: r.Tick.Trigger.String(), Try: strconv.Itoa(r.Tick.Attempt),
+		Start: strconv.FormatInt(r.Start.UnixMilli(), 10), End: strconv.FormatInt(r.End.UnixMilli(), 10), Outcome: outcome},
+		Seen: r.Start.Add(5 * time.Minute)}
+}
+
+// okEntries are the entries of runs, each ok, as reads found them.
+func okEntries(runs []Run) map[string][]Entry {
+	out := make(map[string][]Entry)
+	for i := range runs {
+		out["j0"] = append(out["j0"], entry(&runs[i], "ok"))
+	}
+	return out
 }

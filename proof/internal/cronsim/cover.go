@@ -36,6 +36,11 @@ var Paths = []string{
 	"skip: " + cron.ReasonAdmissionFailed, "skip: " + cron.ReasonTooLate, "skip: " + cron.ReasonSkippedElsewhere,
 	"skip recorded: " + cron.ReasonStillRunning, "skip recorded: " + cron.ReasonPaused, "slot closed: claim window over",
 	"fence: a stale run's write refused by the fenced store",
+	// The everyday operations.
+	"op: Shutdown returned nil", "op: Shutdown gave up (its context ended)",
+	"op: a run's completion sent again, Shutdown waiting", "op: Replace inside a spread window, the slot ran",
+	"op: Redis restarted empty mid-run, the slot ran again", "op: a skip's claim sent again (C3), the skip said",
+	"op: a slot due while the last run held the job, skipped after it ended",
 	// Not listed, as no seed of CI's reaches them yet: R17's
 	// cron.ReasonNotReplicated (a failover's outage would have to outlast
 	// half a run lease while a claim waits for its replica).
@@ -191,10 +196,74 @@ func Cover(sc *Scenario, h *History) []string {
 			add("slot closed: claim window over")
 		}
 	}
+	coverOps(sc, h, add)
 	out := make([]string, 0, len(got))
 	for p := range got {
 		out = append(out, p)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// coverOps adds the paths of the everyday operations that the scenario
+// and its history reached.
+func coverOps(sc *Scenario, h *History, add func(string)) {
+	for _, op := range h.Shutdowns {
+		switch {
+		case op.Done.IsZero():
+		case op.Err == nil:
+			add("op: Shutdown returned nil")
+		default:
+			add("op: Shutdown gave up (its context ended)")
+		}
+	}
+	for _, l := range h.Resent {
+		for _, op := range h.Shutdowns {
+			if op.Replica == replicaIndex(l.Replica) && !op.At.After(l.At) && (op.Done.IsZero() || !op.Done.Before(l.At)) {
+				add("op: a run's completion sent again, Shutdown waiting")
+			}
+		}
+	}
+	for _, e := range sc.Events {
+		switch e.Kind {
+		case Replace:
+			j, ok := sc.job(e.Job)
+			if !ok || e.Version >= len(j.Versions) {
+				continue
+			}
+			v := j.Versions[e.Version]
+			at := sc.Start.Add(e.At)
+			s, ok := v.Interval(false).LatestSlot(at.Add(-24*time.Hour), at)
+			if !ok || v.Spread == 0 || !v.Interval(false).Due(j.Name, s.Start).Add(-sc.Offsets[e.Replica]).After(at) {
+				continue
+			}
+			for _, r := range h.Runs {
+				if r.Job == j.Name && r.Replica == e.Replica && r.Start.After(at) && r.Tick.Slot.Start.Equal(s.Start) {
+					add("op: Replace inside a spread window, the slot ran")
+				}
+			}
+		case RedisRestart:
+			at := sc.Start.Add(e.At)
+			for _, r := range h.Runs {
+				if !r.Start.Before(at) || !r.effectiveEnd(h.End).After(at) || !isCron(&r) || r.Tick.Trigger == cron.TriggerRequest {
+					continue
+				}
+				for _, q := range h.Runs {
+					if q.Job == r.Job && q.Start.After(at) && q.Tick.Slot.Start.Equal(r.Tick.Slot.Start) {
+						add("op: Redis restarted empty mid-run, the slot ran again")
+					}
+				}
+			}
+		}
+	}
+	for _, s := range h.Skips {
+		if recordedSkip(s.Reason) && (&checker{sc: sc, start: sc.Start}).repliesLost(s.At.Add(-time.Second), s.At) {
+			add("op: a skip's claim sent again (C3), the skip said")
+		}
+	}
+	for _, l := range h.Logs {
+		if l.Msg == msgSkipRecorded && l.Reason == cron.ReasonStillRunning && !l.Scheduled.IsZero() && l.At.Sub(l.Scheduled) > 2*time.Second {
+			add("op: a slot due while the last run held the job, skipped after it ended")
+		}
+	}
 }

@@ -57,7 +57,18 @@
 // those flush the scripts just before the tick beside a client with only
 // Process, and two in three of their other replicas' clients are
 // go-redis's AutoPipeliner, blocking or asynchronous. The simulation
-// does not read a crowd's records every five minutes (I7). [Simulate] plays it and returns its
+// does not read a crowd's records every five minutes (I7). From a fourth
+// stream (left out with -sim.noops), the everyday operations at their
+// awkward moments, about one every two hours: a rolling deploy (each
+// replica in turn shut down gracefully with crontest's Shutdown, a
+// deadline short, long or none, then started again) or a recreate (every
+// replica shut down at once), aimed at a Cron slot's looks, at its run's
+// end with a blip of Redis that fails the completion on whichever replica
+// ran it (so that Shutdown comes while its resend waits out a back-off),
+// or at the back-off after a failed first attempt; a Replace of a spread
+// job on every replica inside its slot's spread window; Redis restarted
+// empty in the middle of a slot's long first run, with attempts to spare;
+// and a start shut down at once, as its announcement goes. [Simulate] plays it and returns its
 // [History]; the same scenario gives the same history to the nanosecond:
 // no two replicas act at one instant of the bubble's clock. A crowd's
 // seed is the exception: one replica's record commands of one instant
@@ -123,6 +134,24 @@
 //   - I11: a replica's batching client sends a batch of completions that
 //     waits at the head of its queue after at most 4 batches of claims and
 //     looks went first (its hooks in internal/cronhook tell the queues).
+//   - I12: no command from a replica after its Shutdown returned
+//     (crontest's AfterShutdown).
+//   - I13: a run that returned, with its lease surely held and Redis
+//     well long enough for a resend (R13) before its run lease and its
+//     Shutdown's context ended, has its own outcome in the history (read
+//     every five minutes, and before each restart or failover), never
+//     lost; so has a run that returned before a Shutdown that returned
+//     nil.
+//   - I14: one outcome per slot, said once: each skip the history holds
+//     is reported (Observer.RunSkipped, with its reason) by the replica
+//     whose claim recorded it, once; no replica reports a skip with a
+//     recorded skip's reason (still running, paused) that the history
+//     lacks, but a duration policy's tick while that replica's own run
+//     goes on (a Warn-only ending); and Admin.Status lists each run once.
+//   - I15: a Cron slot whose run a Redis restarted empty cut short, with
+//     attempts to spare in every release, runs again, if its replica
+//     stayed up with Redis well and the job not paused or replaced until
+//     well within the slot's claim window.
 //   - I16: every run has a fence (F1), above that of a run that returned
 //     before it began, and a fenced store that each run writes as it
 //     returns never takes a run's write after the write of a run begun

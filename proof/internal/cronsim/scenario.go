@@ -288,11 +288,15 @@ const (
 	// Freeze is crontest's Freeze: replica Replica's process stops for D
 	// (a GC stop, a VM paused) while time goes on.
 	Freeze
+	// Shutdown is crontest's Shutdown, cron.Runtime.Shutdown of replica
+	// Replica with a context that ends D later (never if D is negative):
+	// a deploy's SIGTERM. The replica stays down until a Restart.
+	Shutdown
 	numEventKinds
 )
 
 var eventNames = [numEventKinds]string{"kill", "restart", "redis-down", "redis-stall", "redis-restart", "step-clock", "pause", "resume", "run-now", "deploy", "failover",
-	"replace", "remove", "add", "script-flush", "lose-replies", "freeze"}
+	"replace", "remove", "add", "script-flush", "lose-replies", "freeze", "shutdown"}
 
 func (k EventKind) String() string { return eventNames[k] }
 
@@ -314,6 +318,11 @@ func (e Event) String() string {
 		return fmt.Sprintf("%v %v", e.Kind, e.D)
 	case Freeze:
 		return fmt.Sprintf("%v r%d %v", e.Kind, e.Replica, e.D)
+	case Shutdown:
+		if e.D < 0 {
+			return fmt.Sprintf("%v r%d, no deadline", e.Kind, e.Replica)
+		}
+		return fmt.Sprintf("%v r%d, deadline %v", e.Kind, e.Replica, e.D)
 	case Failover:
 		return fmt.Sprintf("%v lag %v, down %s", e.Kind, e.Lag, short(e.D))
 	}
@@ -383,6 +392,9 @@ func Generate(seed int64, span time.Duration) *Scenario {
 	genKnobs(sc)
 	genReplaceMidRun(sc)
 	genCrowd(sc)
+	if !NoOps {
+		genOps(sc)
+	}
 	slices.SortStableFunc(sc.Events, func(a, b Event) int { return int(a.At - b.At) })
 	return sc
 }

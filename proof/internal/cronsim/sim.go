@@ -57,6 +57,39 @@ type History struct {
 	// client sent after more batches of claims and looks than its bound
 	// let go first while it waited at the head of its queue (I11).
 	Starved []Starved
+	// Shutdowns are the graceful Shutdowns the scenario made, and what
+	// each returned when; AfterShutdown the commands a replica's client
+	// was asked for after its Shutdown returned (I12).
+	Shutdowns     []ShutdownOp
+	AfterShutdown []crontest.Sent
+	// Skips are the ticks the replicas reported skipped
+	// (cron.Observer.RunSkipped), and Entries every entry of the jobs'
+	// histories that a read of Redis found, each once, by job (I13, I14);
+	// HistoryReads when each job's history was read.
+	Skips        []crontest.Skip
+	Entries      map[string][]Entry
+	HistoryReads map[string][]time.Time
+	// Listed are the runs that Admin.Status listed more than once, as a
+	// read found them.
+	Listed []string
+	// Resent are the Info records of runs recorded after Redis answered
+	// again (R13), for the coverage.
+	Resent []LogRecord
+}
+
+// ShutdownOp is a graceful Shutdown of a replica: when it was called, when
+// its context ended (zero for none), and when it returned with what.
+type ShutdownOp struct {
+	Replica            int
+	At, Deadline, Done time.Time
+	Err                error
+}
+
+// Entry is an entry of a job's history, as Redis held it, and when a read
+// first found it.
+type Entry struct {
+	recordfmt.Entry
+	Seen time.Time
 }
 
 // Starved is a batch of completions that waited at the head of its queue
@@ -190,6 +223,13 @@ type world struct {
 	qmu     sync.Mutex // for queues and starved, which the batching clients' hooks write
 	queues  map[any]*completionQueue
 	starved []Starved
+
+	shutdowns []*ShutdownOp   // guarded by mu
+	resent    []LogRecord     // guarded by mu
+	entrySeen map[string]bool // the raw entries read so far
+	admin     cron.Admin      // the operator's
+	listed    map[string]bool // Listed, as a set
+	rdb       *redis.Client   // the simulation's own client
 }
 
 // completionQueue is what a batching client's hooks tell of its queue of
@@ -304,6 +344,9 @@ func (w *world) run() {
 		crontest.WithCronOptions(cron.WithLogger(slog.New(sink))))
 	rdb := w.c.Client()
 	admin := cron.NewAdmin(lock.NewDB(rdb, w.dbOptions()...))
+	w.admin, w.rdb = admin, rdb
+	w.entrySeen, w.listed = make(map[string]bool), make(map[string]bool)
+	w.h.Entries, w.h.HistoryReads = make(map[string][]Entry), make(map[string][]time.Time)
 	ctx := context.Background()
 
 	probe := sc.Start.Add(probeEvery / 2).Add(7) // off every other instant
@@ -479,9 +522,11 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 		w.c.RedisStall(e.D)
 		w.stallUntil = later(w.stallUntil, now.Add(e.D))
 	case RedisRestart:
+		w.readHistories(ctx) // what the restart is about to lose
 		w.c.RedisRestart(e.D)
 		w.downUntil = later(w.downUntil, now.Add(e.D))
 	case Failover:
+		w.readHistories(ctx)
 		w.c.RedisFailover(e.Lag, e.D)
 		w.downUntil = later(w.downUntil, now.Add(e.Lag+e.D))
 	case StepClock:
@@ -528,6 +573,8 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 		w.c.LoseReplies(e.D)
 	case Freeze:
 		w.c.Freeze(e.Replica, e.D)
+	case Shutdown:
+		w.shutdown(e)
 	default:
 		op := AdminOp{At: now, Kind: e.Kind, Job: e.Job, Err: errRedisUnavailable}
 		// An operator's command fails while Redis is down or stalled
@@ -543,6 +590,84 @@ func (w *world) apply(ctx context.Context, e Event, admin cron.Admin) {
 			}
 		}
 		w.h.Admin = append(w.h.Admin, op)
+	}
+}
+
+// msgResent is the Info line of a run whose completion Redis took after it
+// answered again (R13).
+const msgResent = "cron job's run was recorded after Redis answered again"
+
+// shutdown shuts replica e.Replica down gracefully, with a context that
+// ends e.D later (never if e.D is negative), without holding up the
+// events after it.
+func (w *world) shutdown(e Event) {
+	op := &ShutdownOp{Replica: e.Replica, At: time.Now()}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if e.D >= 0 {
+		op.Deadline = op.At.Add(e.D)
+		ctx, cancel = context.WithDeadline(ctx, op.Deadline)
+	}
+	w.mu.Lock()
+	w.shutdowns = append(w.shutdowns, op)
+	w.mu.Unlock()
+	go func() {
+		defer cancel()
+		err := w.c.Shutdown(ctx, e.Replica)
+		w.mu.Lock()
+		op.Done, op.Err = time.Now(), err
+		w.mu.Unlock()
+	}()
+}
+
+// readHistories reads every job's history (but a crowd's), keeps the
+// entries it had not seen, and checks that Admin.Status lists each run
+// once.
+func (w *world) readHistories(ctx context.Context) {
+	if now := time.Now(); now.Before(w.downUntil) || now.Before(w.stallUntil) {
+		return // the read would fail, or wait out the stall
+	}
+	jobs := slices.DeleteFunc(slices.Clone(w.sc.Jobs), func(j Job) bool { return j.Crowd })
+	lists := make([]*redis.StringSliceCmd, len(jobs))
+	for from := 0; from < len(jobs); from += 8 {
+		_, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, j := range jobs[from:min(from+8, len(jobs))] {
+				lists[from+i] = p.LRange(ctx, recordfmt.HistoryKey(leases.Key(j.Name)), 0, -1)
+			}
+			return nil
+		})
+		if err != nil {
+			w.tb.Errorf("cronsim: reading the histories: %v", err)
+			return
+		}
+	}
+	now := time.Now()
+	for i, j := range jobs {
+		raw := lists[i].Val()
+		for k := len(raw) - 1; k >= 0; k-- { // oldest first
+			key := j.Name + "\x00" + raw[k]
+			if w.entrySeen[key] {
+				continue
+			}
+			w.entrySeen[key] = true
+			if e := recordfmt.ParseHistory(raw[k : k+1]); len(e) == 1 {
+				w.h.Entries[j.Name] = append(w.h.Entries[j.Name], Entry{Entry: e[0], Seen: now})
+			}
+		}
+		w.h.HistoryReads[j.Name] = append(w.h.HistoryReads[j.Name], now)
+		st, err := w.admin.Status(ctx, j.Name)
+		if err != nil {
+			continue
+		}
+		seen := make(map[string]bool)
+		for _, rr := range st.History {
+			k := fmt.Sprintf("%s: slot %s attempt %d (%v) by %s, started %s, %s", j.Name, rr.Slot, rr.Attempt, rr.Trigger, rr.Replica,
+				rr.Started.UTC().Format(time.RFC3339Nano), rr.Outcome)
+			if seen[k] && !w.listed[k] {
+				w.listed[k] = true
+				w.h.Listed = append(w.h.Listed, stamp(now)+": "+k)
+			}
+			seen[k] = true
+		}
 	}
 }
 
@@ -598,6 +723,7 @@ func (w *world) probe(ctx context.Context, rdb *redis.Client) {
 		}
 		w.h.Probes = append(w.h.Probes, p)
 	}
+	w.readHistories(ctx)
 }
 
 // leases names the jobs' leases as the runtime does ([cron.LeaseNamespace]):
@@ -633,6 +759,12 @@ func (w *world) collect() {
 		return cmpStrings(a.Replica+a.Job+a.Msg, b.Replica+b.Job+b.Msg)
 	})
 	w.h.End = time.Now()
+	for _, op := range w.shutdowns {
+		w.h.Shutdowns = append(w.h.Shutdowns, *op)
+	}
+	w.h.AfterShutdown = w.c.AfterShutdown()
+	w.h.Resent = slices.Clone(w.resent)
+	w.h.Skips = w.c.Skips()
 	w.h.Reasons = slices.Sorted(maps.Keys(w.reasons))
 	w.h.Applied = slices.Sorted(maps.Keys(w.applied))
 	w.h.AfterRunLooks = w.afterRunLooks
@@ -766,6 +898,8 @@ func (s *logSink) Handle(_ context.Context, r slog.Record) error {
 		s.w.logs = append(s.w.logs, rec)
 	}
 	switch r.Message {
+	case msgResent:
+		s.w.resent = append(s.w.resent, rec)
 	case msgLookAfterRun:
 		s.w.afterRunLooks++
 	case msgLookAfterRunError:

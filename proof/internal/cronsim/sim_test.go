@@ -28,6 +28,7 @@ var (
 	ignoreFlag  = flag.String("sim.ignore", "", "invariants not to check, comma-separated (such as I4,I8)")
 	coverFlag   = flag.Bool("sim.cover", false, "print how many seeds reached each knob, fault and protocol path (see Paths)")
 	digestFlag  = flag.String("sim.digests", "", "write to this file a digest of each seed's trace (as -sim.seed -v prints it), one line a seed")
+	noOpsFlag   = flag.Bool("sim.noops", false, "leave the everyday operations (graceful shutdowns, deploys, Replace in a spread window, a restart mid-run) out of the scenarios, as they were before the simulator had them")
 	againstFlag = flag.String("sim.against", "", "compare each seed's trace digest with this file's, which -sim.digests wrote: a refactoring's proof that behaviour is unchanged")
 )
 
@@ -94,6 +95,7 @@ type seedResult struct {
 // documentation). A failure is reported with its seed, its index in the
 // range, and its shrunk scenario and trace; -sim.seed replays it.
 func TestSimulate(t *testing.T) {
+	NoOps = *noOpsFlag
 	// The simulation allocates much (go-redis, miniredis, and a Lua state
 	// per script call with WAKUWAKU_CRONTEST_LUA=fresh): collecting
 	// garbage less often saves a share of its time.
