@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,13 @@ func (w *wire) begin(cmd redis.Cmder) int {
 	w.next++
 	w.names[w.next] = cmd.Name()
 	if w.closed {
-		w.after = append(w.after, cmd.Name())
+		name := cmd.Name()
+		if args := cmd.Args(); len(args) > 1 {
+			if s, ok := args[1].(string); ok && len(s) > 12 {
+				name += " " + s[:12]
+			}
+		}
+		w.after = append(w.after, name)
 	}
 	return w.next
 }
@@ -309,5 +316,122 @@ func TestShutdownWithRedisGone(t *testing.T) {
 		}
 	case <-time.After(runTTL + 20*time.Second):
 		t.Fatal("Shutdown did not return within 20s of the run lease's end, with Redis gone")
+	}
+}
+
+// TestShutdownGaveUpWithClaimOnItsWay fails a slot's first attempt, and
+// holds its retry's claim (E2, planned by a timer of the replica's
+// background work) on its way to Redis (a slow network: the bytes are out,
+// so the claim is executed whatever the client's context says) until
+// Shutdown, whose context ends first, gave up and returned; the claim then
+// wins. The runtime must not run the job for it, nor send anything (a
+// heartbeat, a completion): it starts no command after Shutdown gave up,
+// and the run lease runs out by itself. It used to run the job with an
+// ended context and send the run's heartbeat after Shutdown had returned
+// (the simulator's seed 51132, a look's claim held by a stall of Redis).
+func TestShutdownGaveUpWithClaimOnItsWay(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	hold := &claimHold{n: 2, held: make(chan struct{}), release: make(chan struct{})}
+	w := newWire(0)
+	c.AddHook(w) // before hold: the held claim is on its way when w sees it
+	c.AddHook(hold)
+	var returned, startedAfter atomic.Bool
+	job := &leasedJob{
+		testJob: testJob{name: "rebuild", every: interval.AtLeast(time.Hour), process: func(context.Context, cron.Tick) error {
+			return errors.New("index locked")
+		}},
+		lease: cron.LeaseConfig{DB: lock.NewDB(c), RunTTL: 900 * time.Millisecond, Attempts: 2, Backoff: 100 * time.Millisecond},
+	}
+	var logs records
+	rt, err := cron.Start([]cron.Job{job}, cron.WithReplica("a"), cron.WithLogger(slog.New(&logs)),
+		cron.WithObserver(cron.Observer{RunStarted: func(cron.Tick) { startedAfter.Store(returned.Load()) }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hold.held:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no retry's claim within 5s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := rt.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want context.DeadlineExceeded: it gave up on the claim", err)
+	}
+	returned.Store(true)
+	w.close()
+	close(hold.release)
+	time.Sleep(1500 * time.Millisecond) // past a heartbeat's due time
+	if startedAfter.Load() {
+		t.Error("a run started, for a claim answered after Shutdown gave up")
+	}
+	if after := w.began(); len(after) > 0 {
+		t.Errorf("commands sent after Shutdown returned: %v", after)
+	}
+	if got := len(logs.find(msgClaimAfterShutdown)); got != 1 {
+		t.Errorf("%d Warn records %q, want 1", got, msgClaimAfterShutdown)
+		for _, r := range logs.all() {
+			t.Logf("%v %s", r.Level, r.Message)
+		}
+	}
+}
+
+const msgClaimAfterShutdown = "cron job's claim was answered after Shutdown gave up waiting; not run, its run lease runs out by itself"
+
+// claimHold holds the n-th claim (the claim script) until release is
+// closed, then sends it whatever its context says, as a network that has
+// its bytes already.
+type claimHold struct {
+	n       int
+	mu      sync.Mutex
+	seen    int
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (h *claimHold) first(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	s, _ := args[1].(string)
+	if s != claimSHA && s != record.ClaimSrc {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen++
+	return h.seen == h.n
+}
+
+var claimSHA = func() string {
+	h := sha1.Sum([]byte(record.ClaimSrc))
+	return hex.EncodeToString(h[:])
+}()
+
+func (h *claimHold) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *claimHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.first(cmd) {
+			close(h.held)
+			<-h.release
+			return next(context.WithoutCancel(ctx), cmd)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *claimHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if h.first(cmd) {
+				close(h.held)
+				<-h.release
+				return next(context.WithoutCancel(ctx), cmds)
+			}
+		}
+		return next(ctx, cmds)
 	}
 }

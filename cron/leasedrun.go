@@ -214,6 +214,15 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 		}
 		return nil, n
 	}
+	if l.rctx.Err() != nil {
+		// The claim was on its way when Shutdown gave up waiting and
+		// returned: nothing of the runtime runs or is sent after that.
+		// Its run lease runs out, and the next claim of the job records
+		// the run lost (C1), retried if its attempts allow.
+		l.rep.log.LogAttrs(ctx, slog.LevelWarn, msgClaimAfterShutdown,
+			slog.String("job", t.Job), slog.String("slot", t.Slot.String()), slog.Uint64("tick", t.Run))
+		return nil, plan{}
+	}
 	t.Attempt, t.Trigger, t.Fence = c.attempt, c.trigger, c.fence
 	a.slot = c.slot
 	n.follow = offTick(a, s)
@@ -227,6 +236,10 @@ func (l *leasedJobs) claimRun(ctx context.Context, a *runArgs) (*record.RunLease
 	}
 	return c.run, n
 }
+
+// msgClaimAfterShutdown is the Warn line of a claim that won after
+// Shutdown gave up waiting for it.
+const msgClaimAfterShutdown = "cron job's claim was answered after Shutdown gave up waiting; not run, its run lease runs out by itself"
 
 // msgNotRecorded is the Warn line of a run that returned after Shutdown
 // gave up waiting for it.

@@ -263,9 +263,10 @@ func (c *checker) nextRead(job string, t time.Time) time.Time {
 // restartRetried checks I15: a Cron slot whose run a Redis restarted empty
 // cut short, with attempts to spare in every release, runs again once
 // Redis is back, if the replica that ran it stayed up with the job and
-// Redis well until the slot's claim window ends, and the job was not
-// paused, deployed or replaced meanwhile (the look after the run, E13,
-// finds the slot none and claims it, R14).
+// Redis well, and the job not paused, deployed or replaced, until within
+// the slot's claim window and before the next slot begins, whose claim
+// makes the slot past (R7) (the look after the run, E13, finds the slot
+// none and claims it, R14).
 func (c *checker) restartRetried(j *Job) {
 	if !j.Versions[0].Policy.Shared() || j.Crowd {
 		return
@@ -289,7 +290,9 @@ func (c *checker) restartRetried(j *Job) {
 			}
 			v := j.Versions[c.version(r.Replica, j.Name, at)]
 			owed := c.healthyFrom(at.Add(e.D+time.Nanosecond), time.Minute).Add(time.Minute + 2*runTTL(j))
-			end := v.LeaseEnd(r.Tick.Slot)
+			// Before the next slot begins: its claim makes this one past
+			// (R7), as a retry must come within its slot (I4).
+			end := earlier(v.LeaseEnd(r.Tick.Slot), r.Tick.Slot.End)
 			if !owed.Before(end) || owed.After(c.end) || !c.upThrough(r.Replica, r.Start, owed) || c.frozenDuring(r.Replica, r.Start, owed) ||
 				!c.healthy(at.Add(e.D+time.Nanosecond), owed) || c.flushed(at.Add(time.Nanosecond), owed) || c.pausedDuring(j.Name, r.Start, owed) ||
 				c.replacedNear(r.Replica, j.Name, r.Start, owed) || c.skewed(at) || c.steppedBetween(r.Start, owed) {
