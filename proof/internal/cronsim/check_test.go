@@ -726,7 +726,9 @@ func TestCheck(t *testing.T) {
 		{
 			name: "a run listed twice by Admin.Status", want: "I14", about: "listed a run twice",
 			sc: func() *Scenario { return crafted(hourlySpec, 1) },
-			h:  func() *History { return &History{Runs: hourlyRuns(), Listed: []string{"j0: slot 11:00 attempt 1 by replica-1, lost"}} },
+			h: func() *History {
+				return &History{Runs: hourlyRuns(), Listed: []string{"j0: slot 11:00 attempt 1 by replica-1, lost"}}
+			},
 		},
 		{
 			name: "a slot not run again after Redis restarted empty mid-run", want: "I15", about: "did not run again",
