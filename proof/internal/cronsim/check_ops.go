@@ -22,17 +22,6 @@ func (c *checker) quiet() {
 	}
 }
 
-// shutdownOf returns the graceful Shutdown of replica i that began at or
-// before t and had not returned before t, if one did.
-func (c *checker) shutdownOf(i int, t time.Time) (ShutdownOp, bool) {
-	for _, op := range c.h.Shutdowns {
-		if op.Replica == i && !op.At.After(t) && (op.Done.IsZero() || !op.Done.Before(t)) {
-			return op, true
-		}
-	}
-	return ShutdownOp{}, false
-}
-
 // byName is the replica name the runtime gives replica i, as the history
 // names it.
 func byName(i int) string { return "replica-" + strconv.Itoa(i) }
@@ -144,8 +133,8 @@ func (c *checker) readAfter(job string, t time.Time) bool {
 	return false
 }
 
-// skipReasons are the reasons of a skip that a claim records (R20), which
-// the one replica whose claim recorded it reports.
+// recordedSkip reports whether reason is that of a skip a claim records
+// (R20), which the one replica whose claim recorded it reports.
 func recordedSkip(reason string) bool {
 	return reason == cron.ReasonStillRunning || reason == cron.ReasonPaused
 }

@@ -208,11 +208,12 @@
 //	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seeds=20000 -sim.all -sim.digests=/tmp/before.txt
 //	go test -run 'TestSimulate$' ./proof/internal/cronsim/ -sim.seeds=20000 -sim.all -sim.against=/tmp/before.txt
 //
-// The long mode's 100,000 seeds take about 4.6 hours of CPU: 0.17 s a
-// seed on one worker. Split them into ranges (-sim.from=0 -sim.seeds=5000,
+// The long mode's 100,000 seeds take about 6 hours of CPU: 0.21 s a seed
+// on one worker, with the everyday operations and the histories' reads
+// (0.17 s before them). Split them into ranges (-sim.from=0 -sim.seeds=5000,
 // -sim.from=5000 -sim.seeds=5000, ...) so that each reports as it ends,
 // and give each core a process of its own with GOMAXPROCS=1: one process
 // whose workers share two cores spends about a third more CPU a seed, its
 // seeds' goroutines waking each other across the cores. On a machine of
-// two cores the long run takes about 2 hours 20 minutes that way.
+// two cores the long run takes about 3 hours that way.
 package cronsim
