@@ -634,7 +634,7 @@ func resendGap(j *Job) time.Duration {
 // whose replica was killed or that went on past its deadline, when its run
 // lease ran out.
 func (c *checker) held(j *Job, r *Run) time.Time {
-	if errors.Is(r.Err, crontest.ErrKilled) || c.notRecorded(r) {
+	if errors.Is(r.Err, crontest.ErrKilled) || c.notRecorded(j, r) || c.unsent(j, r) {
 		end := r.End
 		if end.IsZero() {
 			end = c.end
@@ -653,17 +653,36 @@ func (c *checker) held(j *Job, r *Run) time.Time {
 	return r.effectiveEnd(c.end)
 }
 
-// notRecorded reports whether r ended after its replica's Shutdown gave
-// up waiting for it and returned, or is still going: its end is not sent,
-// and its run lease runs out by itself, as a killed replica's does.
-func (c *checker) notRecorded(r *Run) bool {
+// notRecorded reports whether r's end was not sent because its replica's
+// Shutdown gave up and returned first: r ended after that, or is still
+// going, or its completion, sent again through an outage (R13), could not
+// have reached Redis by then (seeds 9753, 10478). Its run lease runs out
+// by itself, as a killed replica's does.
+func (c *checker) notRecorded(j *Job, r *Run) bool {
 	for _, op := range c.h.Shutdowns {
-		if op.Replica == r.Replica && op.Err != nil && !op.Done.IsZero() && r.Start.Before(op.Done) &&
-			(r.End.IsZero() || !r.End.Before(op.Done)) && c.liveThrough(r.Replica, r.Start, op.At) {
+		if op.Replica != r.Replica || op.Err == nil || op.Done.IsZero() || !r.Start.Before(op.Done) || !c.liveThrough(r.Replica, r.Start, op.At) {
+			continue
+		}
+		if r.End.IsZero() || !r.End.Before(op.Done) {
+			return true
+		}
+		if at, ok := c.eventualArrival(r.Replica, r.End, runTTL(j)); !ok || !at.Add(resendGap(j)).Before(op.Done) {
 			return true
 		}
 	}
 	return false
+}
+
+// unsent reports whether r returned and its completion could not reach
+// Redis, sent again through outages (R13), before its run lease ran out:
+// its replica died first, or Redis stayed away (seed 10346). Its run lease
+// runs out by itself.
+func (c *checker) unsent(j *Job, r *Run) bool {
+	if r.End.IsZero() || errors.Is(r.Err, crontest.ErrKilled) || !r.Cancelled.IsZero() {
+		return false
+	}
+	at, ok := c.eventualArrival(r.Replica, r.End, runTTL(j))
+	return !ok || !c.liveThrough(r.Replica, r.Start, at) // a send of the replica's next runtime is not this one's
 }
 
 // I1: never two runs of a job at once while its record survives. A run
@@ -1349,6 +1368,12 @@ func (c *checker) served(j *Job, p time.Time, runs []*Run) {
 	due := p.Add(requestMargin)
 	for _, r := range runs { // by start
 		if r.Start.After(due) || r.Tick.Trigger == cron.TriggerRequest && !r.Start.Before(p) {
+			continue
+		}
+		if c.notRecorded(j, r) || c.unsent(j, r) {
+			if c.held(j, r).After(p) {
+				return // its run lease runs out instead: no completion serves the request
+			}
 			continue
 		}
 		if r.End.IsZero() || !r.Cancelled.IsZero() || errors.Is(r.Err, crontest.ErrKilled) {
