@@ -493,10 +493,7 @@ func (c *Cluster) Kill(i int) {
 	c.tb.Helper()
 	r := c.replica(i)
 	c.mu.Lock()
-	if r.start != nil {
-		r.start.Stop()
-		r.start = nil
-	}
+	r.cancelStart()
 	inc := r.cur
 	r.cur = nil
 	if inc != nil {
@@ -545,10 +542,7 @@ func (c *Cluster) Shutdown(ctx context.Context, i int) error {
 	c.tb.Helper()
 	r := c.replica(i)
 	c.mu.Lock()
-	if r.start != nil {
-		r.start.Stop()
-		r.start = nil
-	}
+	r.cancelStart()
 	inc := r.cur
 	c.mu.Unlock()
 	if inc == nil || inc.rt == nil {
@@ -621,6 +615,15 @@ func (c *Cluster) Skips() []Skip {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.skipped)
+}
+
+// cancelStart stops a start that WithStartDelays put off, if one is to
+// come. Cluster.mu is held.
+func (r *replica) cancelStart() {
+	if r.start != nil {
+		r.start.Stop()
+		r.start = nil
+	}
 }
 
 // Restart starts a fresh runtime for replica i, with fresh jobs from New's

@@ -692,16 +692,7 @@ func TestCheck(t *testing.T) {
 			name: "a skip recorded that its replica did not say", want: "I14", about: "who reported no such skip",
 			sc: func() *Scenario { return crafted(hourlySpec, 1) },
 			h: func() *History {
-				h := &History{Runs: hourlyRuns()}
-				skipped := h.Runs[1]
-				skipped.Replica = 2
-				e := entry(&skipped, "skipped")
-				e.Try, e.Reason = "0", "paused"
-				h.Runs = slices.Delete(h.Runs, 1, 2)
-				h.Entries = okEntries(h.Runs)
-				h.Entries["j0"] = append(h.Entries["j0"], e)
-				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
-				h.Admin = []AdminOp{{At: at(10, 59), Kind: Pause, Job: "j0"}, {At: at(11, 1), Kind: Resume, Job: "j0"}}
+				h, _ := pausedSlot()
 				return h
 			},
 		},
@@ -709,16 +700,7 @@ func TestCheck(t *testing.T) {
 			name: "a skip recorded and said once", want: "",
 			sc: func() *Scenario { return crafted(hourlySpec, 1) },
 			h: func() *History {
-				h := &History{Runs: hourlyRuns()}
-				skipped := h.Runs[1]
-				skipped.Replica = 2
-				e := entry(&skipped, "skipped")
-				e.Try, e.Reason = "0", "paused"
-				h.Runs = slices.Delete(h.Runs, 1, 2)
-				h.Entries = okEntries(h.Runs)
-				h.Entries["j0"] = append(h.Entries["j0"], e)
-				h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
-				h.Admin = []AdminOp{{At: at(10, 59), Kind: Pause, Job: "j0"}, {At: at(11, 1), Kind: Resume, Job: "j0"}}
+				h, skipped := pausedSlot()
 				h.Skips = []crontest.Skip{{Job: "j0", Replica: 2, Tick: skipped.Tick, Reason: cron.ReasonPaused, At: skipped.Start.Add(time.Millisecond)}}
 				return h
 			},
@@ -823,4 +805,21 @@ func okEntries(runs []Run) map[string][]Entry {
 		out["j0"] = append(out["j0"], entry(&runs[i], "ok"))
 	}
 	return out
+}
+
+// pausedSlot is the history of an hourly job paused from 10:59 to 11:01:
+// replica 2's claim recorded slot 11:00 skipped (paused), which a read
+// found. It returns the tick replica 2 would have run, as a run.
+func pausedSlot() (*History, Run) {
+	h := &History{Runs: hourlyRuns()}
+	skipped := h.Runs[1]
+	skipped.Replica = 2
+	e := entry(&skipped, "skipped")
+	e.Try, e.Reason = "0", "paused"
+	h.Runs = slices.Delete(h.Runs, 1, 2)
+	h.Entries = okEntries(h.Runs)
+	h.Entries["j0"] = append(h.Entries["j0"], e)
+	h.HistoryReads = map[string][]time.Time{"j0": {at(13, 5)}}
+	h.Admin = []AdminOp{{At: at(10, 59), Kind: Pause, Job: "j0"}, {At: at(11, 1), Kind: Resume, Job: "j0"}}
+	return h, skipped
 }
